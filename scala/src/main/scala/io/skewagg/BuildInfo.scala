@@ -1,0 +1,46 @@
+package io.skewagg
+
+import java.util.Properties
+
+/** What this jar was built from: read from `skewagg-build.properties`, written by the build. */
+object BuildInfo {
+  private val props: Properties = {
+    val p = new Properties()
+    val in = getClass.getResourceAsStream("/skewagg-build.properties")
+    if (in != null) {
+      try p.load(in) finally in.close()
+    }
+    p
+  }
+
+  /** skewagg's own version, e.g. `0.1.0`. */
+  val version: String = props.getProperty("version", "unknown")
+
+  /** The Spark version the jar was compiled against, e.g. `4.0.1`. */
+  val sparkVersion: String = props.getProperty("spark.version", "unknown")
+
+  /** The Spark major.minor line the jar is for, e.g. `4.0`. */
+  val sparkLine: String = props.getProperty("spark.line", "unknown")
+
+  val scalaBinaryVersion: String = props.getProperty("scala.binary", "unknown")
+
+  /** A line that names the jar, e.g. `skewagg 0.1.0 for Spark 4.0 (Scala 2.13)`. */
+  def describe: String = s"skewagg $version for Spark $sparkLine (Scala $scalaBinaryVersion)"
+
+  /** The major.minor of a Spark version string: `4.0.1` -> `4.0`. */
+  def lineOf(sparkVersion: String): String = sparkVersion.split('.').take(2).mkString(".")
+
+  /**
+   * Stops session start-up with a clear message when this jar was built for another Spark line.
+   * Internal APIs differ between lines, so a mismatched jar would otherwise fail later, inside
+   * some query, with a linkage error.
+   */
+  def requireCompatibleSpark(runningSparkVersion: String): Unit = {
+    if (lineOf(runningSparkVersion) != sparkLine) {
+      throw new IllegalStateException(
+        s"$describe cannot run on Spark $runningSparkVersion. Use the skewagg jar built for " +
+          s"Spark ${lineOf(runningSparkVersion)} (`python -m skewagg jar-path` picks it for the " +
+          s"installed pyspark), or remove io.skewagg.SkewAggExtensions from spark.sql.extensions.")
+    }
+  }
+}

@@ -1,0 +1,25 @@
+package io.skewagg
+
+import org.apache.spark.SPARK_VERSION
+import org.apache.spark.sql.SparkSessionExtensions
+import org.apache.spark.sql.skewagg.{PartialAggregateBeforeRepartition, SkewAggConf}
+
+/**
+ * The skewagg entry point: `spark.sql.extensions=io.skewagg.SkewAggExtensions`.
+ *
+ * It only registers. Every rule checks `spark.skewagg.enabled` (and its own switch) each time it
+ * runs, so one session can run a query with skewagg off and on.
+ */
+class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
+  override def apply(extensions: SparkSessionExtensions): Unit = {
+    // Session start: refuse a jar built for another Spark line, with a message saying which to use.
+    BuildInfo.requireCompatibleSpark(SPARK_VERSION)
+    // Config registry: make every spark.skewagg.* key known to SQLConf, so bad values fail at set.
+    SkewAggConf.entries
+
+    // Function registry: skewagg_version(), how a session shows that skewagg is loaded.
+    extensions.injectFunction(SkewAggVersionFunction.description)
+    // Physical planning: partial aggregate below a user repartition on the grouping keys.
+    extensions.injectPlannerStrategy(PartialAggregateBeforeRepartition)
+  }
+}

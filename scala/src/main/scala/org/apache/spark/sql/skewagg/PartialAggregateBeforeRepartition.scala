@@ -1,0 +1,112 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, PythonUDAF}
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Expand, Filter, LogicalPlan, Project, RepartitionByExpression}
+import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
+import org.apache.spark.sql.execution.{PlanLater, SparkPlan, SparkStrategy}
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec}
+
+/**
+ * Matches: `Aggregate(keys, aggs)` over a user `RepartitionByExpression` that hashes on
+ * expressions reading only grouping attributes (`df.repartition(k).groupBy(k, ...)`,
+ * `DISTRIBUTE BY k ... GROUP BY k`), directly or through row-local operators (Project, Filter,
+ * Expand, as multiple DISTINCTs plan) that pass those attributes through unchanged: such
+ * operators commute with a hash repartition on them. Vanilla Spark shuffles every row on k and runs partial and
+ * final aggregation in the same reduce task, so a hot key's rows all land in one task.
+ *
+ * Produces: Spark's own aggregate plan for `Aggregate(keys, aggs, child)`, with the user's
+ * exchange (same partitioning, partition count, origin and advisory size) moved to just above
+ * the bottom partial aggregate:
+ *   final aggregate <- [distinct phases] <- Exchange(user's partitioning) <- partial <- child
+ * The exchange then moves at most one row per key and map task, never more rows than before, so
+ * the rule needs no skew evidence. The aggregate's output keeps the user's partitioning.
+ *
+ * Refuses (leaves the plan to Spark) when skewagg or `spark.skewagg.repartition.enabled` is off,
+ * the plan is streaming, an aggregate is a Python UDAF, the aggregate has no grouping keys, the
+ * repartition is by range or round robin, a partition expression reads a column that is not a
+ * grouping attribute or is nondeterministic, or an operator in between redefines a key or is
+ * nondeterministic.
+ */
+case class PartialAggregateBeforeRepartition(session: SparkSession) extends SparkStrategy {
+
+  override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
+    case agg: Aggregate
+        if SkewAggConf.enabled(session.sessionState.conf, SkewAggConf.REPARTITION_ENABLED) &&
+          !agg.isStreaming && agg.groupingExpressions.nonEmpty &&
+          !agg.aggregateExpressions.exists(_.exists(_.isInstanceOf[PythonUDAF])) =>
+      val groupingAttributes =
+        AttributeSet(agg.groupingExpressions.collect { case a: Attribute => a })
+      userRepartitionBelow(agg.child, groupingAttributes).toSeq.flatMap { repartition =>
+        val withoutRepartition = agg.child.transformUp {
+          case r: RepartitionByExpression if r eq repartition => r.child
+        }
+        val planner = SparkShims.sessionState(session).planner
+        planner.Aggregation(agg.copy(child = withoutRepartition))
+          .headOption
+          .flatMap(moveExchangeAbovePartial(_, repartition))
+      }
+    case _ => Nil
+  }
+
+  /**
+   * The user repartition feeding `plan` through row-local operators, when it hashes on
+   * deterministic expressions of `keys` and every operator on the way passes those unchanged.
+   */
+  private def userRepartitionBelow(
+      plan: LogicalPlan,
+      keys: AttributeSet): Option[RepartitionByExpression] = {
+    val (path, bottom) = rowLocalPath(plan)
+    bottom match {
+      case r: RepartitionByExpression =>
+        r.partitioning match {
+          case HashPartitioning(expressions, _) if expressions.nonEmpty &&
+              expressions.forall(e => e.deterministic && e.references.subsetOf(keys)) =>
+            val partitionKeys = AttributeSet(expressions.flatMap(_.references))
+            if (path.forall(passesThrough(_, partitionKeys))) Some(r) else None
+          case _ => None
+        }
+      case _ => None
+    }
+  }
+
+  /** The row-local operators from `plan` down, and the first node below them. */
+  private def rowLocalPath(plan: LogicalPlan): (List[LogicalPlan], LogicalPlan) = plan match {
+    case _: Project | _: Filter | _: Expand =>
+      val (path, bottom) = rowLocalPath(plan.children.head)
+      (plan :: path, bottom)
+    case other => (Nil, other)
+  }
+
+  /** `node` is deterministic and outputs each of `keys` as that same input attribute. */
+  private def passesThrough(node: LogicalPlan, keys: AttributeSet): Boolean = node match {
+    case p: Project =>
+      keys.subsetOf(AttributeSet(p.projectList.collect { case a: Attribute => a }))
+    case f: Filter => f.condition.deterministic
+    case e: Expand => keys.forall { key =>
+      val i = e.output.indexWhere(_.exprId == key.exprId)
+      i >= 0 && e.projections.forall(_(i) match {
+        case a: Attribute => a.exprId == key.exprId
+        case _ => false
+      })
+    }
+    case _ => false
+  }
+
+  /** Inserts the user's exchange between the bottom aggregate and the aggregates above it. */
+  private def moveExchangeAbovePartial(
+      planned: SparkPlan,
+      repartition: RepartitionByExpression): Option[SparkPlan] = {
+    val origin = if (repartition.optNumPartitions.isEmpty) REPARTITION_BY_COL else REPARTITION_BY_NUM
+    var moved = false
+    val rewritten = planned.transformUp {
+      case bottom: BaseAggregateExec if bottom.child.isInstanceOf[PlanLater] =>
+        moved = true
+        ShuffleExchangeExec(
+          repartition.partitioning, bottom, origin, repartition.optAdvisoryPartitionSize)
+    }
+    // Only a chain with an aggregate above the moved exchange is a local-global plan.
+    if (moved && !rewritten.isInstanceOf[ShuffleExchangeExec]) Some(rewritten) else None
+  }
+}

@@ -1,0 +1,39 @@
+package org.apache.spark.sql.skewagg
+
+import io.skewagg.BuildInfo
+
+import org.apache.spark.SPARK_VERSION
+
+class ExtensionRegistrationSuite extends SkewAggSuiteBase {
+
+  test("skewagg_version() names the loaded build, which matches the running Spark line") {
+    val version = spark.sql("SELECT skewagg_version()").head().getString(0)
+    assert(version == BuildInfo.describe)
+    assert(BuildInfo.sparkLine == BuildInfo.lineOf(SPARK_VERSION))
+    assert(version.contains(s"Spark ${BuildInfo.lineOf(SPARK_VERSION)}"))
+  }
+
+  test("skewagg_version() with arguments is a clear error") {
+    val e = intercept[Exception](spark.sql("SELECT skewagg_version(1)").collect())
+    assert(e.getMessage.contains("skewagg_version() takes no arguments"), e.getMessage)
+  }
+
+  test("the planner strategy is registered in the session") {
+    val strategies = SparkShims.sessionState(spark).planner.strategies
+    assert(strategies.exists(_.isInstanceOf[PartialAggregateBeforeRepartition]))
+  }
+
+  test("a jar built for another Spark line refuses to start, saying which jar to use") {
+    BuildInfo.requireCompatibleSpark(BuildInfo.sparkLine + ".99")
+    val e = intercept[IllegalStateException](BuildInfo.requireCompatibleSpark("3.5.4"))
+    assert(e.getMessage.contains(s"for Spark ${BuildInfo.sparkLine}"), e.getMessage)
+    assert(e.getMessage.contains("cannot run on Spark 3.5.4"), e.getMessage)
+    assert(e.getMessage.contains("built for Spark 3.5"), e.getMessage)
+  }
+
+  test("an invalid value for a skewagg config is rejected when set, naming the key") {
+    val e = intercept[IllegalArgumentException](spark.conf.set(SkewAggConf.ENABLED.key, "maybe"))
+    assert(e.getMessage.contains(SkewAggConf.ENABLED.key), e.getMessage)
+    assert(spark.conf.get(SkewAggConf.ENABLED.key) == "true")
+  }
+}

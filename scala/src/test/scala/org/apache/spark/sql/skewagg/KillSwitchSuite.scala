@@ -1,0 +1,50 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.internal.SQLConf
+
+/** `spark.skewagg.enabled=false` gives exactly the plan of a session without the extension. */
+class KillSwitchSuite extends SkewAggSuiteBase {
+
+  private def fact(s: SparkSession): DataFrame =
+    s.range(0, 2000).select((col("id") % 13).as("k"), col("id").cast("double").as("v"))
+
+  private val queries: Seq[(String, SparkSession => DataFrame)] = Seq(
+    "repartition + groupBy" -> (s => fact(s).repartition(col("k")).groupBy("k").agg(sum("v"))),
+    "repartition(n) + distinct" ->
+      (s => fact(s).repartition(5, col("k")).groupBy("k").agg(countDistinct("v"), max("v"))),
+    "join + groupBy" -> (s => fact(s).join(fact(s).select(col("k"), col("v").as("w")), "k")
+      .groupBy("k").agg(sum("v"))),
+    "plain groupBy" -> (s => fact(s).groupBy("k").agg(avg("v"))))
+
+  private def plannedWith(s: SparkSession, query: SparkSession => DataFrame): SparkPlan =
+    query(s).queryExecution.executedPlan match {
+      case a: AdaptiveSparkPlanExec => a.initialPlan
+      case p => p
+    }
+
+  for ((name, query) <- queries; adaptive <- Seq(false, true)) {
+    test(s"$name, adaptive=$adaptive: skewagg off plans exactly like vanilla Spark") {
+      val vanilla = SharedSkewAggSession.vanilla
+      val conf = Seq(
+        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive.toString,
+        SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1")
+      conf.foreach { case (k, v) => vanilla.conf.set(k, v) }
+      val expected = plannedWith(vanilla, query)
+      withSQLConf(conf :+ (SkewAggConf.ENABLED.key -> "false"): _*) {
+        val actual = plannedWith(spark, query)
+        assert(actual.canonicalized == expected.canonicalized,
+          s"\nskewagg off:\n$actual\nvanilla:\n$expected")
+      }
+      // And the switch is not vacuous: with skewagg on, the repartition queries plan differently.
+      if (name.startsWith("repartition")) {
+        withSQLConf(conf: _*) {
+          assert(plannedWith(spark, query).canonicalized != expected.canonicalized)
+        }
+      }
+    }
+  }
+}

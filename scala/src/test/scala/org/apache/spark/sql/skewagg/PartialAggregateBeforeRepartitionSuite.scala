@@ -1,0 +1,138 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.catalyst.expressions.aggregate.Partial
+import org.apache.spark.sql.execution.{InputAdapter, SparkPlan, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec}
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.internal.SQLConf
+
+class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
+
+  /** 30% of rows on key 0, the rest spread over other keys; a null key; NaN and -0.0 values. */
+  private def skewed(s: SparkSession): DataFrame = s.range(0, 6000).select(
+    when(col("id") % 10 < 3, lit(0L)).when(col("id") === 7, lit(null)).otherwise(col("id") % 500)
+      .as("k"),
+    when(col("id") === 11, lit(Double.NaN)).when(col("id") === 13, lit(-0.0))
+      .otherwise(col("id") / 7.0).as("v"),
+    (col("id") % 7).cast("int").as("i"),
+    (col("id") % 100).cast("decimal(12,2)").as("d"))
+
+  private def unwrap(p: SparkPlan): SparkPlan = p match {
+    case w: WholeStageCodegenExec => unwrap(w.child)
+    case i: InputAdapter => unwrap(i.child)
+    case other => other
+  }
+
+  /** User-origin exchanges whose input is a partial aggregate: what this rule produces. */
+  private def partialBeforeUserExchange(plan: SparkPlan): Seq[ShuffleExchangeExec] =
+    nodes[ShuffleExchangeExec](plan).filter { e =>
+      (e.shuffleOrigin == REPARTITION_BY_COL || e.shuffleOrigin == REPARTITION_BY_NUM) &&
+        (unwrap(e.child) match {
+          case a: BaseAggregateExec => a.aggregateExpressions.forall(_.mode == Partial)
+          case _ => false
+        })
+    }
+
+  private def assertRewritten(d: Differential): Unit = for (adaptive <- Seq(false, true)) {
+    assert(partialBeforeUserExchange(d.plan(on = false, adaptive)).isEmpty)
+    assert(partialBeforeUserExchange(d.plan(on = true, adaptive)).size == 1,
+      s"adaptive=$adaptive:\n${d.plan(on = true, adaptive)}")
+    // The rewrite moves the user's shuffle; it never adds one (with DISTINCT it can remove some).
+    assert(nodes[ShuffleExchangeExec](d.plan(on = true, adaptive)).size <=
+      nodes[ShuffleExchangeExec](d.plan(on = false, adaptive)).size)
+  }
+
+  private def assertUntouched(d: Differential): Unit = for (adaptive <- Seq(false, true)) {
+    assert(partialBeforeUserExchange(d.plan(on = true, adaptive)).isEmpty,
+      s"adaptive=$adaptive:\n${d.plan(on = true, adaptive)}")
+  }
+
+  test("repartition(k).groupBy(k): every partial-capable aggregate family") {
+    val d = differential(s => skewed(s).repartition(col("k")).groupBy("k").agg(
+      sum("v"), count(lit(1)), count("v"), avg("v"), min("i"), max("i"), first(col("k") * 2), last(col("k") + 1),
+      stddev("v"), variance("v"), bool_and(col("i") > 2), bool_or(col("i") > 5),
+      sum("d"), avg("d"), approx_count_distinct("i"), percentile_approx(col("i"), lit(0.5), lit(10000)),
+      sort_array(collect_set("i")), size(collect_list("i")),
+      count(lit(1)).as("n_filtered")))
+    assertRewritten(d)
+    assert(d.rows.size == skewed(spark).select("k").distinct().count())
+  }
+
+  test("repartition(n, k) keeps the user's partition count and REPARTITION_BY_NUM origin") {
+    val d = differential(s => skewed(s).repartition(5, col("k")).groupBy("k").agg(sum("v")))
+    assertRewritten(d)
+    for (adaptive <- Seq(false, true)) {
+      val exchange = partialBeforeUserExchange(d.plan(on = true, adaptive)).head
+      assert(exchange.shuffleOrigin == REPARTITION_BY_NUM)
+      assert(exchange.outputPartitioning.numPartitions == 5)
+    }
+    withSQLConf(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false") {
+      assert(skewed(spark).repartition(5, col("k")).groupBy("k").agg(sum("v"))
+        .rdd.getNumPartitions == 5)
+    }
+  }
+
+  test("DISTRIBUTE BY in SQL, with FILTER and HAVING") {
+    skewed(spark).createOrReplaceTempView("skewed_t")
+    val d = differential(s => s.sql(
+      """SELECT k, sum(v) FILTER (WHERE i > 2) AS s, count(*) AS n
+        |FROM (SELECT * FROM skewed_t DISTRIBUTE BY k)
+        |GROUP BY k HAVING count(*) > 1""".stripMargin))
+    assertRewritten(d)
+  }
+
+  test("repartition on a subset of the grouping keys") {
+    val d = differential(s => skewed(s).repartition(col("k")).groupBy("k", "i").agg(sum("v")))
+    assertRewritten(d)
+  }
+
+  test("single and multiple DISTINCT aggregates") {
+    assertRewritten(differential(s => skewed(s).repartition(col("k")).groupBy("k")
+      .agg(countDistinct("i"), sum("v"))))
+    assertRewritten(differential(s => skewed(s).repartition(col("k")).groupBy("k")
+      .agg(countDistinct("i"), countDistinct("d"), max("v"))))
+  }
+
+  test("ANSI mode on and off with decimals") {
+    for (ansi <- Seq("true", "false")) {
+      assertRewritten(differential(
+        s => skewed(s).repartition(col("k")).groupBy("k").agg(sum("d"), avg("d")),
+        SQLConf.ANSI_ENABLED.key -> ansi))
+    }
+  }
+
+  test("through a projection and a filter between the repartition and the aggregate") {
+    assertRewritten(differential(s => skewed(s).repartition(col("k"))
+      .where(col("i") =!= 3).select(col("k"), (col("v") * 2).as("w"))
+      .groupBy("k").agg(sum("w"))))
+  }
+
+  test("left alone: a projection that redefines the repartition key") {
+    assertUntouched(differential(s => skewed(s).repartition(col("k"))
+      .select((col("k") + col("i")).as("k"), col("v")).groupBy("k").agg(sum("v"))))
+  }
+
+  test("left alone: repartition on a column that is not a grouping key") {
+    assertUntouched(differential(s => skewed(s).repartition(col("i")).groupBy("k").agg(sum("v"))))
+  }
+
+  test("left alone: grouping on an expression of the repartition key") {
+    assertUntouched(differential(
+      s => skewed(s).repartition(col("k")).groupBy(col("k") % 3).agg(sum("v"))))
+  }
+
+  test("left alone: range and round-robin repartitions, global aggregates") {
+    assertUntouched(differential(
+      s => skewed(s).repartitionByRange(col("k")).groupBy("k").agg(sum("v"))))
+    assertUntouched(differential(s => skewed(s).repartition(4).groupBy("k").agg(sum("v"))))
+    assertUntouched(differential(s => skewed(s).repartition(col("k")).agg(sum("v"))))
+  }
+
+  test("left alone when spark.skewagg.repartition.enabled is false") {
+    assertUntouched(differential(
+      s => skewed(s).repartition(col("k")).groupBy("k").agg(sum("v")),
+      SkewAggConf.REPARTITION_ENABLED.key -> "false"))
+  }
+}

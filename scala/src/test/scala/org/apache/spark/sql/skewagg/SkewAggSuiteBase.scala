@@ -1,0 +1,132 @@
+package org.apache.spark.sql.skewagg
+
+import org.scalactic.source.Position
+import org.scalatest.funsuite.AnyFunSuite
+
+import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.classic
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AdaptiveSparkPlanHelper}
+import org.apache.spark.sql.internal.{SQLConf, StaticSQLConf}
+
+/** One local session for every suite in the test JVM, with skewagg registered. */
+object SharedSkewAggSession {
+  lazy val spark: SparkSession = SparkSession.builder()
+    .master("local[2]")
+    .appName("skewagg-tests")
+    .config(StaticSQLConf.SPARK_SESSION_EXTENSIONS.key, "io.skewagg.SkewAggExtensions")
+    .config(SQLConf.SHUFFLE_PARTITIONS.key, "8")
+    .config("spark.ui.enabled", "false")
+    .config("spark.sql.warehouse.dir", java.nio.file.Files.createTempDirectory("skewagg-wh").toString)
+    .getOrCreate()
+
+  /** A session on the same SparkContext built without any extension: what vanilla Spark plans. */
+  lazy val vanilla: SparkSession = {
+    val conf = spark.sparkContext.conf
+    val key = StaticSQLConf.SPARK_SESSION_EXTENSIONS.key
+    val saved = conf.getOption(key)
+    conf.remove(key)
+    try new classic.SparkSession(spark.sparkContext)
+    finally saved.foreach(conf.set(key, _))
+  }
+}
+
+/** The plans and rows of one query run with skewagg off and on, adaptive execution off and on. */
+case class Differential(rows: Seq[Row], plans: Map[(Boolean, Boolean), SparkPlan]) {
+  /** The executed (for adaptive: final) plan with skewagg `on` and adaptive execution `adaptive`. */
+  def plan(on: Boolean, adaptive: Boolean): SparkPlan = plans((on, adaptive))
+}
+
+trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
+
+  protected def spark: SparkSession = SharedSkewAggSession.spark
+
+  protected def withSQLConf[T](pairs: (String, String)*)(body: => T): T = {
+    val conf = spark.conf
+    val saved = pairs.map { case (k, _) => k -> conf.getOption(k) }
+    pairs.foreach { case (k, v) => conf.set(k, v) }
+    try body
+    finally saved.foreach {
+      case (k, Some(v)) => conf.set(k, v)
+      case (k, None) => conf.unset(k)
+    }
+  }
+
+  /** The executed plan after the query ran; for adaptive queries the final plan. */
+  protected def executedPlan(df: DataFrame): SparkPlan = df.queryExecution.executedPlan match {
+    case a: AdaptiveSparkPlanExec => a.executedPlan
+    case p => p
+  }
+
+  /**
+   * Runs `query` with `spark.skewagg.enabled` false and true, each with adaptive execution off and
+   * on, and fails unless all four give the same rows (any order; floating point compared with a
+   * relative tolerance, as Spark's own aggregate tests do). Returns the rows and the four plans.
+   */
+  protected def differential(query: SparkSession => DataFrame, conf: (String, String)*)(
+      implicit pos: Position): Differential = {
+    val runs = for {
+      adaptive <- Seq(false, true)
+      on <- Seq(false, true)
+    } yield {
+      withSQLConf(conf ++ Seq(
+          SkewAggConf.ENABLED.key -> on.toString,
+          SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive.toString): _*) {
+        val df = query(spark)
+        val rows = df.collect().toSeq
+        ((on, adaptive), rows, executedPlan(df))
+      }
+    }
+    val (_, expected, _) = runs.head
+    runs.tail.foreach { case ((on, adaptive), rows, plan) =>
+      RowComparison.difference(expected, rows).foreach { diff =>
+        fail(s"skewagg=$on adaptive=$adaptive changed the result: $diff\nplan:\n$plan")
+      }
+    }
+    Differential(expected, runs.map { case (key, _, plan) => key -> plan }.toMap)
+  }
+
+  /** The nodes of `plan` (through adaptive query stages) that are instances of `T`. */
+  protected def nodes[T <: SparkPlan](plan: SparkPlan)(implicit tag: scala.reflect.ClassTag[T])
+      : Seq[T] = collect(plan) { case p: T => p }
+}
+
+/** Order-insensitive row comparison with a relative tolerance for floating point values. */
+object RowComparison {
+  private val RelativeTolerance = 1e-9
+
+  def difference(expected: Seq[Row], actual: Seq[Row]): Option[String] = {
+    if (expected.size != actual.size) {
+      return Some(s"${expected.size} rows expected, ${actual.size} rows returned")
+    }
+    val e = expected.map(normalize).sortBy(sortKey)
+    val a = actual.map(normalize).sortBy(sortKey)
+    e.zip(a).collectFirst {
+      case (x, y) if !close(x, y) => s"expected row $x but got $y"
+    }
+  }
+
+  private def normalize(row: Row): Seq[Any] = row.toSeq.map {
+    case r: Row => normalize(r)
+    case s: scala.collection.Seq[_] => s.map { case r: Row => normalize(r); case v => v }
+    case a: Array[Byte] => a.toSeq
+    case f: Float => f.toDouble
+    case v => v
+  }
+
+  private def sortKey(values: Seq[Any]): String = values.map {
+    case d: Double if d.isNaN || d.isInfinite => d.toString
+    case d: Double => f"$d%.6e"
+    case null => "\u0000null"
+    case v => v.toString
+  }.mkString("\u0001")
+
+  private def close(x: Any, y: Any): Boolean = (x, y) match {
+    case (a: Double, b: Double) =>
+      (a.isNaN && b.isNaN) || a == b ||
+        math.abs(a - b) <= RelativeTolerance * math.max(math.abs(a), math.abs(b))
+    case (a: Seq[_], b: Seq[_]) => a.size == b.size && a.zip(b).forall { case (p, q) => close(p, q) }
+    case (a: java.math.BigDecimal, b: java.math.BigDecimal) => a.compareTo(b) == 0
+    case _ => x == y
+  }
+}
