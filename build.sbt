@@ -14,12 +14,19 @@ val scalaFor = supportedSparkLines.getOrElse(
       supportedSparkLines.keys.toSeq.sorted.mkString(", ")))
 
 ThisBuild / organization := "io.skewagg"
-ThisBuild / version := "0.1.0"
+// One version for jar and Python package: `__version__` in python/skewagg/__init__.py.
+val skewaggVersion = """__version__ = "([^"]+)"""".r
+  .findFirstMatchIn(IO.read(file("python/skewagg/__init__.py")))
+  .map(_.group(1))
+  .getOrElse(sys.error("python/skewagg/__init__.py has no __version__"))
+
+ThisBuild / version := skewaggVersion
 ThisBuild / scalaVersion := scalaFor
 
 lazy val root = (project in file("."))
   .settings(
     name := s"skewagg-spark$sparkLine",
+    moduleName := name.value, // keep the dot: skewagg-spark4.0_2.13-<version>.jar
     Compile / scalaSource := baseDirectory.value / "scala" / "src" / "main" / "scala",
     Compile / unmanagedSourceDirectories +=
       baseDirectory.value / "scala" / "src" / "main" / s"spark-$sparkLine",

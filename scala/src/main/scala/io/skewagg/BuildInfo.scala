@@ -27,6 +27,16 @@ object BuildInfo {
   /** A line that names the jar, e.g. `skewagg 0.1.0 for Spark 4.0 (Scala 2.13)`. */
   def describe: String = s"skewagg $version for Spark $sparkLine (Scala $scalaBinaryVersion)"
 
+  /**
+   * [[describe]] plus the JVM it runs in (`driver` or an executor id). Called on executors through
+   * SQL `reflect('io.skewagg.BuildInfo', 'describeHere')`, it shows which executors loaded the jar.
+   */
+  def describeHere(): String = {
+    val env = org.apache.spark.SparkEnv.get
+    val where = if (env == null) "no SparkEnv" else env.executorId
+    s"$describe on $where"
+  }
+
   /** The major.minor of a Spark version string: `4.0.1` -> `4.0`. */
   def lineOf(sparkVersion: String): String = sparkVersion.split('.').take(2).mkString(".")
 

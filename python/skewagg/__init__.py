@@ -1,0 +1,177 @@
+"""skewagg: fast keyed aggregations on skewed keys for Spark SQL.
+
+The work happens in a Spark SQL extension (a jar bundled with this package). This module puts
+that jar on a session and switches it on and off::
+
+    from pyspark.sql import SparkSession
+    import skewagg
+
+    spark = skewagg.configure(SparkSession.builder).getOrCreate()
+    assert skewagg.is_active(spark)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, List, Optional
+
+from skewagg._jars import jar_for, supported_spark_lines
+from skewagg.errors import (
+    JarNotFoundError,
+    NotLoadedError,
+    SkewAggError,
+    UnsupportedSparkVersionError,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+__version__ = "0.1.0"
+
+EXTENSION_CLASS = "io.skewagg.SkewAggExtensions"
+"""The class to list in ``spark.sql.extensions``."""
+
+ENABLED_KEY = "spark.skewagg.enabled"
+"""The runtime switch every skewagg rule checks."""
+
+VERSION_FUNCTION = "skewagg_version"
+"""A SQL function the extension registers; its presence shows the extension is loaded."""
+
+__all__ = [
+    "ENABLED_KEY",
+    "EXTENSION_CLASS",
+    "JarNotFoundError",
+    "NotLoadedError",
+    "SkewAggError",
+    "UnsupportedSparkVersionError",
+    "configure",
+    "disable",
+    "enable",
+    "executor_builds",
+    "is_active",
+    "is_loaded",
+    "jar_path",
+    "loaded_version",
+    "require_loaded",
+    "supported_spark_lines",
+]
+
+
+def jar_path(spark_version: Optional[str] = None) -> str:
+    """The path of the bundled jar for ``spark_version`` (default: the installed pyspark's).
+
+    Raises :class:`UnsupportedSparkVersionError` naming the supported Spark lines when no jar
+    matches, and :class:`JarNotFoundError` when the package has no jar at all.
+    """
+    return str(jar_for(spark_version))
+
+
+def _split(value: Optional[str]) -> List[str]:
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+def _builder_option(builder: "SparkSession.Builder", key: str) -> Optional[str]:
+    options = getattr(builder, "_options", None) or {}
+    value = options.get(key)
+    return None if value is None else str(value)
+
+
+def configure(
+    builder: "SparkSession.Builder", spark_version: Optional[str] = None
+) -> "SparkSession.Builder":
+    """Adds skewagg to a session builder and returns the builder.
+
+    Appends the bundled jar to ``spark.jars`` and :data:`EXTENSION_CLASS` to
+    ``spark.sql.extensions``, keeping whatever jars and extensions (Delta's, say) the builder
+    already has. Calling it twice adds nothing twice. Like ``configure_spark_with_delta_pip``::
+
+        spark = skewagg.configure(SparkSession.builder.appName("x")).getOrCreate()
+
+    Both settings are read when the SparkContext starts: if one is already running in this
+    process, stop it first (``spark.stop()``), or :func:`require_loaded` will say the extension is
+    missing.
+    """
+    jar = jar_path(spark_version)
+    jars = _split(_builder_option(builder, "spark.jars"))
+    if jar not in jars:
+        jars.append(jar)
+    extensions = _split(_builder_option(builder, "spark.sql.extensions"))
+    if EXTENSION_CLASS not in extensions:
+        extensions.append(EXTENSION_CLASS)
+    return builder.config("spark.jars", ",".join(jars)).config(
+        "spark.sql.extensions", ",".join(extensions)
+    )
+
+
+def is_loaded(spark: "SparkSession") -> bool:
+    """True when the skewagg extension is registered in ``spark`` (whether enabled or not)."""
+    return bool(spark.catalog.functionExists(VERSION_FUNCTION))
+
+
+def loaded_version(spark: "SparkSession") -> str:
+    """The skewagg build serving ``spark``, e.g. ``skewagg 0.1.0 for Spark 4.0 (Scala 2.13)``."""
+    require_loaded(spark)
+    return str(spark.sql(f"SELECT {VERSION_FUNCTION}()").head()[0])
+
+
+def executor_builds(spark: "SparkSession", tasks: Optional[int] = None) -> Dict[str, str]:
+    """Which skewagg build each executor that ran a task loaded: ``{executor id: build}``.
+
+    Runs one small job of ``tasks`` tasks (default: the default parallelism, at least 2) that
+    calls into the jar on the executors, so it fails with Spark's ClassNotFoundException when the
+    jar did not reach them (e.g. ``spark.jars`` was not set when the cluster started).
+    """
+    require_loaded(spark)
+    n = tasks or max(2, spark.sparkContext.defaultParallelism)
+    rows = spark.sql(
+        f"SELECT DISTINCT reflect('io.skewagg.BuildInfo', 'describeHere') AS here "
+        f"FROM range(0, {n}, 1, {n})"
+    ).collect()
+    builds: Dict[str, str] = {}
+    for row in rows:
+        build, _, executor = str(row["here"]).rpartition(" on ")
+        builds[executor] = build
+    return builds
+
+
+def _why_not_loaded(spark: "SparkSession") -> str:
+    extensions = _split(spark.conf.get("spark.sql.extensions", None))
+    if EXTENSION_CLASS not in extensions:
+        return (
+            f"spark.sql.extensions does not list {EXTENSION_CLASS}. Create the session with "
+            "skewagg.configure(SparkSession.builder).getOrCreate(), or pass "
+            f"--conf spark.sql.extensions={EXTENSION_CLASS} to spark-submit. If a session was "
+            "already running when skewagg.configure(...) was called, getOrCreate() returned it "
+            "unchanged (extensions and jars are fixed when the SparkContext starts): call "
+            "spark.stop() first."
+        )
+    return (
+        f"spark.sql.extensions lists {EXTENSION_CLASS}, but the class did not load in the "
+        "driver JVM, so Spark skipped it with only a warning in its log. Usually the SparkContext "
+        "was started before skewagg.configure(...) (spark.jars is read only at start-up): call "
+        "spark.stop() and create the session again with skewagg.configure(SparkSession.builder)"
+        ".getOrCreate(). With spark-submit, pass --jars \"$(python -m skewagg jar-path)\". "
+        "If the jar was built for another Spark line, session start-up fails with a message "
+        "naming the right one."
+    )
+
+
+def require_loaded(spark: "SparkSession") -> None:
+    """Raises :class:`NotLoadedError`, saying how to fix it, unless skewagg is loaded in ``spark``."""
+    if not is_loaded(spark):
+        raise NotLoadedError(f"skewagg is not loaded in this Spark session: {_why_not_loaded(spark)}")
+
+
+def enable(spark: "SparkSession") -> None:
+    """Turns skewagg on for ``spark``; raises :class:`NotLoadedError` when it is not loaded."""
+    require_loaded(spark)
+    spark.conf.set(ENABLED_KEY, "true")
+
+
+def disable(spark: "SparkSession") -> None:
+    """Turns skewagg off for ``spark``: every query plans exactly as in vanilla Spark."""
+    spark.conf.set(ENABLED_KEY, "false")
+
+
+def is_active(spark: "SparkSession") -> bool:
+    """True when skewagg is loaded in ``spark`` and ``spark.skewagg.enabled`` is true."""
+    return is_loaded(spark) and str(spark.conf.get(ENABLED_KEY, "true")).lower() == "true"

@@ -1,0 +1,19 @@
+"""Exceptions raised by the skewagg package. Each message says what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+
+class SkewAggError(Exception):
+    """Base class of every skewagg error."""
+
+
+class UnsupportedSparkVersionError(SkewAggError):
+    """No bundled jar matches the running Spark's major.minor line."""
+
+
+class JarNotFoundError(SkewAggError):
+    """The package has no jar at all (installed from a checkout without building it)."""
+
+
+class NotLoadedError(SkewAggError):
+    """The extension is not loaded in the session's JVM."""

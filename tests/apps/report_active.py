@@ -1,0 +1,27 @@
+"""A PySpark app for spark-submit tests: prints one JSON line with what skewagg looks like in the
+session spark-submit made (whose --jars/--conf the test chose), then runs a rewritten query."""
+
+import json
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import skewagg
+
+spark = SparkSession.builder.getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+report = {"loaded": skewagg.is_loaded(spark), "active": skewagg.is_active(spark)}
+if report["loaded"]:
+    report["version"] = skewagg.loaded_version(spark)
+    report["executors"] = skewagg.executor_builds(spark, tasks=8)
+    df = (
+        spark.range(0, 20000)
+        .select((F.col("id") % 50).alias("k"), F.col("id").alias("v"))
+        .repartition("k")
+        .groupBy("k")
+        .agg(F.sum("v").alias("s"))
+    )
+    report["total"] = df.agg(F.sum("s")).head()[0]
+    report["plan"] = df._jdf.queryExecution().executedPlan().toString()
+print("REPORT " + json.dumps(report))
+spark.stop()

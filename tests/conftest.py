@@ -1,0 +1,60 @@
+"""Shared fixtures. The Spark session is created once, with skewagg, before any other session:
+spark.jars and spark.sql.extensions are read only when the first SparkContext starts."""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Iterator, List, Tuple
+
+import pytest
+from chispa import assert_approx_df_equality
+from pyspark import SparkContext
+from pyspark.sql import DataFrame, SparkSession
+
+import skewagg
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    assert SparkContext._active_spark_context is None, (
+        "a SparkContext was started before the skewagg session fixture; it must be the first"
+    )
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("skewagg-tests")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.ui.enabled", "false")
+    )
+    session = skewagg.configure(builder).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def executed_plan(df: DataFrame) -> str:
+    """The executed plan's tree string (for adaptive queries, the final plan once run)."""
+    return str(df._jdf.queryExecution().executedPlan().toString())
+
+
+def differential(
+    spark: SparkSession, query: Callable[[SparkSession], DataFrame]
+) -> Dict[Tuple[bool, bool], str]:
+    """Runs ``query`` with skewagg off and on, adaptive execution off and on; asserts (chispa)
+    that all four give the same rows; returns the executed plans keyed by (skewagg, adaptive)."""
+    plans: Dict[Tuple[bool, bool], str] = {}
+    results: List[DataFrame] = []
+    saved = spark.conf.get("spark.sql.adaptive.enabled")
+    try:
+        for adaptive in (False, True):
+            spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
+            for on in (False, True):
+                (skewagg.enable if on else skewagg.disable)(spark)
+                df = query(spark)
+                rows = df.collect()
+                plans[(on, adaptive)] = executed_plan(df)
+                results.append(spark.createDataFrame(rows, df.schema))
+    finally:
+        spark.conf.set("spark.sql.adaptive.enabled", saved)
+        skewagg.enable(spark)
+    for other in results[1:]:
+        assert_approx_df_equality(results[0], other, 1e-9, ignore_row_order=True)
+    return plans

@@ -1,0 +1,36 @@
+from pyspark.sql import SparkSession
+
+import skewagg
+
+
+def _options(builder: SparkSession.Builder) -> dict:
+    return dict(builder._options)
+
+
+def test_configure_adds_the_jar_and_the_extension() -> None:
+    builder = skewagg.configure(SparkSession.Builder())
+    options = _options(builder)
+    assert options["spark.jars"] == skewagg.jar_path()
+    assert options["spark.sql.extensions"] == skewagg.EXTENSION_CLASS
+
+
+def test_configure_keeps_existing_jars_and_extensions() -> None:
+    builder = (
+        SparkSession.Builder()
+        .config("spark.jars", "/opt/a.jar,/opt/b.jar")
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+    )
+    returned = skewagg.configure(builder)
+    assert returned is builder
+    options = _options(builder)
+    assert options["spark.jars"] == f"/opt/a.jar,/opt/b.jar,{skewagg.jar_path()}"
+    assert options["spark.sql.extensions"] == (
+        f"io.delta.sql.DeltaSparkSessionExtension,{skewagg.EXTENSION_CLASS}"
+    )
+
+
+def test_configure_twice_adds_nothing_twice() -> None:
+    builder = skewagg.configure(skewagg.configure(SparkSession.Builder()))
+    options = _options(builder)
+    assert options["spark.jars"].split(",") == [skewagg.jar_path()]
+    assert options["spark.sql.extensions"].split(",") == [skewagg.EXTENSION_CLASS]

@@ -1,0 +1,51 @@
+from pathlib import Path
+
+import pytest
+
+import skewagg
+from skewagg._jars import bundled_jars, jar_for, spark_line
+from skewagg.errors import JarNotFoundError, UnsupportedSparkVersionError
+
+
+def _touch(directory: Path, *names: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (directory / name).write_bytes(b"PK")
+    return directory
+
+
+def test_spark_line_parses_versions() -> None:
+    assert spark_line("4.0.1") == "4.0"
+    assert spark_line("3.5.4-SNAPSHOT") == "3.5"
+    with pytest.raises(ValueError, match="not a Spark version"):
+        spark_line("four")
+
+
+def test_jar_for_picks_the_running_spark_line(tmp_path: Path) -> None:
+    jars = _touch(tmp_path, "skewagg-spark3.5_2.12-0.1.0.jar", "skewagg-spark4.0_2.13-0.1.0.jar",
+                  "unrelated.jar")
+    assert jar_for("4.0.3", jars).name == "skewagg-spark4.0_2.13-0.1.0.jar"
+    assert jar_for("3.5.1", jars).name == "skewagg-spark3.5_2.12-0.1.0.jar"
+    assert sorted(bundled_jars(jars)) == ["3.5", "4.0"]
+
+
+def test_no_jar_for_the_running_spark_names_the_supported_lines(tmp_path: Path) -> None:
+    jars = _touch(tmp_path, "skewagg-spark4.0_2.13-0.1.0.jar")
+    with pytest.raises(UnsupportedSparkVersionError) as info:
+        jar_for("3.5.1", jars)
+    message = str(info.value)
+    assert "no jar for Spark 3.5" in message and "supports Spark 4.0" in message
+
+
+def test_empty_jar_directory_says_how_to_build(tmp_path: Path) -> None:
+    with pytest.raises(JarNotFoundError, match="make jar"):
+        jar_for("4.0.1", tmp_path)
+
+
+def test_the_installed_package_bundles_a_jar_for_the_installed_pyspark() -> None:
+    import pyspark
+
+    path = Path(skewagg.jar_path())
+    assert path.is_file() and path.stat().st_size > 0
+    assert path.name.startswith(f"skewagg-spark{spark_line(pyspark.__version__)}_")
+    assert spark_line(pyspark.__version__) in skewagg.supported_spark_lines()

@@ -1,0 +1,67 @@
+"""skewagg through spark-submit: --jars plus spark.sql.extensions, locally and on a cluster of
+separate executor JVMs (local-cluster)."""
+
+import os
+import re
+from pathlib import Path
+
+import pyspark
+
+import skewagg
+from subprocesses import child_env, report, spark_submit
+
+EXPECTED_TOTAL = sum(range(20000))
+PARTIAL_BELOW_USER_EXCHANGE = re.compile(
+    r"REPARTITION_BY_COL[^\n]*\n[ +\-:|*()0-9]*HashAggregate\(keys=[^\n]*functions=\[partial_sum"
+)
+
+
+def _submit_args(master: str) -> list:
+    return [
+        "--master", master,
+        "--jars", skewagg.jar_path(),
+        "--conf", f"spark.sql.extensions={skewagg.EXTENSION_CLASS}",
+        "--conf", "spark.ui.enabled=false",
+    ]
+
+
+def test_spark_submit_with_jars_and_extension_conf() -> None:
+    result = report(spark_submit("report_active.py", *_submit_args("local[2]")))
+    assert result["loaded"] and result["active"]
+    assert result["version"].startswith(f"skewagg {skewagg.__version__}")
+    assert result["total"] == EXPECTED_TOTAL
+    assert PARTIAL_BELOW_USER_EXCHANGE.search(result["plan"]), result["plan"]
+
+
+def test_spark_submit_without_the_extension_is_not_active() -> None:
+    result = report(spark_submit("report_active.py", "--master", "local[1]"))
+    assert result == {"loaded": False, "active": False}
+
+
+def _spark_home(tmp_path: Path) -> Path:
+    """A directory laid out like a Spark distribution, pointing into the pip-installed pyspark;
+    workers write their work/ directories here, not into site-packages."""
+    home = tmp_path / "spark-home"
+    home.mkdir()
+    pyspark_dir = Path(pyspark.__file__).resolve().parent
+    for name in ("bin", "jars", "python", "sbin"):
+        if (pyspark_dir / name).exists():
+            os.symlink(pyspark_dir / name, home / name)
+    return home
+
+
+def test_local_cluster_executors_load_the_jar(tmp_path: Path) -> None:
+    home = _spark_home(tmp_path)
+    env = child_env(SPARK_HOME=str(home))
+    result = report(spark_submit(
+        "report_active.py", *_submit_args("local-cluster[2,1,1024]"),
+        "--conf", "spark.executor.memory=1g", env=env,
+    ))
+    assert result["loaded"] and result["active"]
+    # Both executor JVMs (ids "0" and "1", not the driver) ran code from the skewagg jar.
+    executors = result["executors"]
+    assert sorted(executors) == ["0", "1"], executors
+    assert all(build == result["version"] for build in executors.values())
+    assert result["total"] == EXPECTED_TOTAL
+    assert PARTIAL_BELOW_USER_EXCHANGE.search(result["plan"]), result["plan"]
+    assert (home / "work").is_dir()
