@@ -12,6 +12,13 @@ def test_configure_adds_the_jar_and_the_extension() -> None:
     options = _options(builder)
     assert options["spark.jars"] == skewagg.jar_path()
     assert options["spark.sql.extensions"] == skewagg.EXTENSION_CLASS
+    assert options[skewagg.COST_EVALUATOR_KEY] == skewagg.COST_EVALUATOR_CLASS
+
+
+def test_configure_keeps_a_cost_evaluator_the_user_chose() -> None:
+    builder = SparkSession.Builder().config(skewagg.COST_EVALUATOR_KEY, "com.example.MyCost")
+    options = _options(skewagg.configure(builder))
+    assert options[skewagg.COST_EVALUATOR_KEY] == "com.example.MyCost"
 
 
 def test_configure_keeps_existing_jars_and_extensions() -> None:

@@ -33,10 +33,17 @@ EXTENSION_CLASS = "io.skewagg.SkewAggExtensions"
 ENABLED_KEY = "spark.skewagg.enabled"
 """The runtime switch every skewagg rule checks."""
 
+COST_EVALUATOR_CLASS = "io.skewagg.SkewAggCostEvaluator"
+"""Adaptive execution's cost model that knows an exchange of partial aggregates is cheap."""
+
+COST_EVALUATOR_KEY = "spark.sql.adaptive.customCostEvaluatorClass"
+
 VERSION_FUNCTION = "skewagg_version"
 """A SQL function the extension registers; its presence shows the extension is loaded."""
 
 __all__ = [
+    "COST_EVALUATOR_CLASS",
+    "COST_EVALUATOR_KEY",
     "ENABLED_KEY",
     "EXTENSION_CLASS",
     "JarNotFoundError",
@@ -82,7 +89,10 @@ def configure(
 
     Appends the bundled jar to ``spark.jars`` and :data:`EXTENSION_CLASS` to
     ``spark.sql.extensions``, keeping whatever jars and extensions (Delta's, say) the builder
-    already has. Calling it twice adds nothing twice. Like ``configure_spark_with_delta_pip``::
+    already has, and sets adaptive execution's cost model to :data:`COST_EVALUATOR_CLASS` unless
+    the builder already names one (skewagg never replaces yours; without its model, adaptive
+    execution rejects the runtime skew splits). Calling it twice adds nothing twice. Like
+    ``configure_spark_with_delta_pip``::
 
         spark = skewagg.configure(SparkSession.builder.appName("x")).getOrCreate()
 
@@ -97,9 +107,12 @@ def configure(
     extensions = _split(_builder_option(builder, "spark.sql.extensions"))
     if EXTENSION_CLASS not in extensions:
         extensions.append(EXTENSION_CLASS)
-    return builder.config("spark.jars", ",".join(jars)).config(
+    builder = builder.config("spark.jars", ",".join(jars)).config(
         "spark.sql.extensions", ",".join(extensions)
     )
+    if not _builder_option(builder, COST_EVALUATOR_KEY):
+        builder = builder.config(COST_EVALUATOR_KEY, COST_EVALUATOR_CLASS)
+    return builder
 
 
 def is_loaded(spark: "SparkSession") -> bool:

@@ -2,7 +2,7 @@ package io.skewagg
 
 import org.apache.spark.SPARK_VERSION
 import org.apache.spark.sql.SparkSessionExtensions
-import org.apache.spark.sql.skewagg.{PartialAggregateBeforeRepartition, SkewAggConf}
+import org.apache.spark.sql.skewagg.{PartialAggregateBeforeRepartition, SkewAggConf, SplitSkewedJoinBelowAggregate}
 
 /**
  * The skewagg entry point: `spark.sql.extensions=io.skewagg.SkewAggExtensions`.
@@ -21,5 +21,7 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectFunction(SkewAggVersionFunction.description)
     // Physical planning: partial aggregate below a user repartition on the grouping keys.
     extensions.injectPlannerStrategy(PartialAggregateBeforeRepartition)
+    // Adaptive query-stage preparation: split a skewed join below an aggregate, exchange partials.
+    extensions.injectQueryStagePrepRule(SplitSkewedJoinBelowAggregate(_))
   }
 }

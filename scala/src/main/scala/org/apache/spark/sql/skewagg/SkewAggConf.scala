@@ -43,6 +43,37 @@ object SkewAggConf {
       .booleanConf
       .createWithDefault(true))
 
+  val SKEW_FACTOR: ConfigEntry[Double] = listed(
+    buildConf("spark.skewagg.skew.factor")
+      .doc("A shuffle partition is skewed when it is larger than this many times the median " +
+        "partition of its shuffle, and larger than spark.skewagg.skew.minPartitionSize.")
+      .version("0.1.0")
+      .doubleConf
+      .checkValue(_ >= 1.0, "must be at least 1.0")
+      .createWithDefault(5.0))
+
+  val SKEW_MIN_PARTITION_SIZE: ConfigEntry[Long] = listed(
+    buildConf("spark.skewagg.skew.minPartitionSize")
+      .doc("The absolute floor of skew: a shuffle partition no larger than this is never " +
+        "treated as skewed, whatever its ratio to the median. Spark's own skew join uses 256MB; " +
+        "skewagg's rewrites add only a cheap exchange of partial results, so a lower floor pays.")
+      .version("0.1.0")
+      .bytesConf(org.apache.spark.network.util.ByteUnit.BYTE)
+      .checkValue(_ >= 0, "must not be negative")
+      .createWithDefaultString("16MB"))
+
+  val JOIN_SKEW_SPLIT_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.join.skewSplit.enabled")
+      .doc("Adaptive execution only: when the shuffle stages of a sort-merge or shuffled-hash " +
+        "join below an aggregate show skewed partitions, split them as Spark's skew join does " +
+        "and add an exchange of the partial aggregate's results before the final aggregate. " +
+        "AQE accepts that plan only with a cost model that knows such an exchange is cheap: " +
+        "spark.sql.adaptive.customCostEvaluatorClass=io.skewagg.SkewAggCostEvaluator (set by " +
+        "skewagg.configure() unless another evaluator is set).")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(true))
+
   /** Every entry, in declaration order. */
   def entries: Seq[ConfigEntry[_]] = registered
 

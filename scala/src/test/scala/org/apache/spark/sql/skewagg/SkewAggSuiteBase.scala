@@ -16,6 +16,8 @@ object SharedSkewAggSession {
     .appName("skewagg-tests")
     .config(StaticSQLConf.SPARK_SESSION_EXTENSIONS.key, "io.skewagg.SkewAggExtensions")
     .config(SQLConf.SHUFFLE_PARTITIONS.key, "8")
+    // What skewagg.configure() sets for PySpark: AQE's cost model that knows cheap exchanges.
+    .config(SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key, "io.skewagg.SkewAggCostEvaluator")
     .config("spark.ui.enabled", "false")
     .config("spark.sql.warehouse.dir", java.nio.file.Files.createTempDirectory("skewagg-wh").toString)
     .getOrCreate()
@@ -41,10 +43,14 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
 
   protected def spark: SparkSession = SharedSkewAggSession.spark
 
+  /** Runs `body` with the settings `pairs` (a null value unsets the key), then restores them. */
   protected def withSQLConf[T](pairs: (String, String)*)(body: => T): T = {
     val conf = spark.conf
     val saved = pairs.map { case (k, _) => k -> conf.getOption(k) }
-    pairs.foreach { case (k, v) => conf.set(k, v) }
+    pairs.foreach {
+      case (k, null) => conf.unset(k)
+      case (k, v) => conf.set(k, v)
+    }
     try body
     finally saved.foreach {
       case (k, Some(v)) => conf.set(k, v)

@@ -1,0 +1,43 @@
+package io.skewagg
+
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.adaptive.{Cost, CostEvaluator, SimpleCost, SimpleCostEvaluator}
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
+import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf}
+
+/**
+ * The adaptive-execution cost model for skewagg:
+ * `spark.sql.adaptive.customCostEvaluatorClass=io.skewagg.SkewAggCostEvaluator`.
+ *
+ * Spark's default model counts shuffles, so it rejects a re-optimized plan that splits a skewed
+ * join below an aggregate and then needs one more exchange before the final aggregate. That
+ * exchange moves only the partial aggregate's results (one row per key and task), so this model
+ * does not count exchanges whose input is a partial aggregate. Everything else is counted as
+ * Spark's default model does (including its `forceOptimizeSkewedJoin` preference), and with
+ * `spark.skewagg.enabled=false` it is exactly Spark's default model.
+ */
+class SkewAggCostEvaluator extends CostEvaluator {
+  override def evaluateCost(plan: SparkPlan): Cost = {
+    val conf = SQLConf.get
+    val force = conf.getConf(SQLConf.ADAPTIVE_FORCE_OPTIMIZE_SKEWED_JOIN)
+    if (!SkewAggConf.enabled(conf)) {
+      SimpleCostEvaluator(force).evaluateCost(plan)
+    } else {
+      val shuffles = plan.collect {
+        case s: ShuffleExchangeLike if !PartialAggregates.isCheapExchange(s) => s
+      }.size
+      if (force) {
+        val skewJoins = plan.collect { case j: ShuffledJoin if j.isSkewJoin => j }.size
+        SimpleCost(-skewJoins.toLong << 32 | shuffles)
+      } else {
+        SimpleCost(shuffles)
+      }
+    }
+  }
+}
+
+object SkewAggCostEvaluator {
+  val className: String = classOf[SkewAggCostEvaluator].getName
+}

@@ -1,0 +1,41 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.sql.catalyst.expressions.aggregate.{Partial, PartialMerge}
+import org.apache.spark.sql.execution.{InputAdapter, SparkPlan, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, QueryStageExec}
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
+
+/** Recognising partial aggregates, and the exchanges above them that move only their results. */
+object PartialAggregates {
+
+  /** `plan` without the wrappers that codegen and adaptive execution put around operators. */
+  def unwrap(plan: SparkPlan): SparkPlan = plan match {
+    case w: WholeStageCodegenExec => unwrap(w.child)
+    case i: InputAdapter => unwrap(i.child)
+    case r: AQEShuffleReadExec => unwrap(r.child)
+    case s: QueryStageExec => unwrap(s.plan)
+    case other => other
+  }
+
+  /**
+   * True for an aggregate that emits per-key partial buffers rather than final results: every
+   * aggregate expression is Partial or PartialMerge, or, with no aggregate expressions (a
+   * grouping-only aggregate), it has no distribution requirement (the bottom, partial one).
+   */
+  def isPartial(plan: SparkPlan): Boolean = unwrap(plan) match {
+    case agg: BaseAggregateExec if agg.aggregateExpressions.nonEmpty =>
+      agg.aggregateExpressions.forall(e => e.mode == Partial || e.mode == PartialMerge)
+    case agg: BaseAggregateExec => agg.requiredChildDistributionExpressions.isEmpty
+    case _ => false
+  }
+
+  /**
+   * A cheap exchange: it shuffles the output of a partial aggregate, at most one row per key and
+   * upstream task, instead of the rows the aggregate read.
+   */
+  def isCheapExchange(plan: SparkPlan): Boolean = plan match {
+    case e: ShuffleExchangeLike => isPartial(e.child)
+    case _ => false
+  }
+}

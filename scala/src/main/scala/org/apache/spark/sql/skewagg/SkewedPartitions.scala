@@ -1,0 +1,27 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.sql.internal.SQLConf
+
+/**
+ * Which partitions of a shuffle are skewed: larger than `spark.skewagg.skew.factor` times the
+ * median partition and than `spark.skewagg.skew.minPartitionSize`.
+ */
+case class SkewedPartitions(medianSize: Long, threshold: Long, skewed: Seq[(Int, Long)]) {
+  def nonEmpty: Boolean = skewed.nonEmpty
+}
+
+object SkewedPartitions {
+  def threshold(medianSize: Long, conf: SQLConf): Long =
+    math.max(conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE),
+      (medianSize * conf.getConf(SkewAggConf.SKEW_FACTOR)).toLong)
+
+  def find(sizes: Array[Long], conf: SQLConf): SkewedPartitions = {
+    if (sizes.isEmpty) return SkewedPartitions(0L, 0L, Nil)
+    val sorted = sizes.sorted
+    val median = sorted(sorted.length / 2)
+    val limit = threshold(median, conf)
+    SkewedPartitions(median, limit, sizes.zipWithIndex.collect {
+      case (size, i) if size > limit => (i, size)
+    }.toSeq)
+  }
+}

@@ -1,0 +1,108 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.{ExpandExec, FilterExec, ProjectExec, SortExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.{OptimizeSkewedJoin, ShuffleQueryStageExec}
+import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, EnsureRequirements, ShuffleExchangeLike}
+import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.internal.SQLConf
+
+/**
+ * Adaptive query-stage preparation rule (runs each time AQE re-plans after a stage finished).
+ *
+ * Matches: a partial aggregate over a sort-merge or shuffled-hash join (through Project, Filter
+ * or Expand)
+ * whose two shuffle stages have materialized, where a stage has skewed partitions by skewagg's
+ * thresholds (`spark.skewagg.skew.*`), and whose final aggregate sits above in the same stage:
+ * the join on the key left partial and final aggregation of a hot key in one task, and Spark's
+ * skew join declines because splitting needs another shuffle under the aggregate.
+ *
+ * Produces: the join's skewed partitions split as Spark's skew join does (Spark's own
+ * OptimizeSkewedJoin applied to the subtree, under skewagg's thresholds), the partial aggregate
+ * running on each split, and an exchange on the grouping keys between partial and final
+ * aggregate. That exchange moves one row per key and split, which
+ * [[io.skewagg.SkewAggCostEvaluator]] knows to be cheap.
+ *
+ * Refuses when skewagg or `spark.skewagg.join.skewSplit.enabled` is off, no partition is skewed,
+ * the join type cannot be split on its skewed side, any exchange it would add is not directly
+ * above a partial aggregate, or Spark's default cost model is in use without
+ * `forceOptimizeSkewedJoin` (it would reject the plan; a warning says which setting to use).
+ */
+case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[SparkPlan] {
+  import PartialAggregates._
+
+  override def apply(plan: SparkPlan): SparkPlan = {
+    if (!SkewAggConf.enabled(conf, SkewAggConf.JOIN_SKEW_SPLIT_ENABLED) ||
+        !plan.exists(isCandidate)) {
+      return plan
+    }
+    if (!costModelAccepts) {
+      SplitSkewedJoinBelowAggregate.warnCostModelOnce()
+      return plan
+    }
+    val split = plan.transformDown {
+      case partial if isCandidate(partial) => splitJoinBelow(partial)
+    }
+    if (split.fastEquals(plan)) return plan
+    val withExchanges = EnsureRequirements(optimizeOutRepartition = false).apply(split)
+    val before = plan.collect { case e: ShuffleExchangeLike => e }
+    val added = withExchanges.collect { case e: ShuffleExchangeLike => e }
+      .filterNot(e => before.exists(_ eq e))
+    if (added.forall(isCheapExchange)) withExchanges else plan
+  }
+
+  /** A partial aggregate reading a not-yet-split shuffled join whose inputs show skew. */
+  private def isCandidate(plan: SparkPlan): Boolean = plan match {
+    case agg if isPartial(agg) && agg.children.size == 1 =>
+      joinBelow(agg.children.head).exists(j => j.children.exists(isSkewedStage))
+    case _ => false
+  }
+
+  private def joinBelow(plan: SparkPlan): Option[ShuffledJoin] = plan match {
+    case p: ProjectExec => joinBelow(p.child)
+    case f: FilterExec => joinBelow(f.child)
+    case e: ExpandExec => joinBelow(e.child)
+    case j: ShuffledJoin if !j.isSkewJoin => Some(j)
+    case _ => None
+  }
+
+  private def isSkewedStage(plan: SparkPlan): Boolean = plan match {
+    case s: SortExec => isSkewedStage(s.child)
+    case s: ShuffleQueryStageExec if s.isMaterialized && s.mapStats.isDefined &&
+        s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
+      SkewedPartitions.find(s.mapStats.get.bytesByPartitionId, conf).nonEmpty
+    case _ => false
+  }
+
+  /** Spark's skew-join split of the join under `partial`, with skewagg's thresholds. */
+  private def splitJoinBelow(partial: SparkPlan): SparkPlan = {
+    val thresholds = conf.clone()
+    thresholds.setConf(SQLConf.SKEW_JOIN_ENABLED, true)
+    thresholds.setConf(SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR, conf.getConf(SkewAggConf.SKEW_FACTOR))
+    thresholds.setConf(SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD,
+      conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
+    // The subtree under a partial aggregate has no distribution requirement, so Spark's rule
+    // accepts the split without forcing; the exchange above the partial is added by the caller.
+    SQLConf.withExistingConf(thresholds) {
+      OptimizeSkewedJoin(EnsureRequirements()).apply(partial)
+    }
+  }
+
+  private def costModelAccepts: Boolean =
+    conf.getConf(SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS).isDefined ||
+      conf.getConf(SQLConf.ADAPTIVE_FORCE_OPTIMIZE_SKEWED_JOIN)
+}
+
+object SplitSkewedJoinBelowAggregate extends Logging {
+  @volatile private var warned = false
+
+  private def warnCostModelOnce(): Unit = if (!warned) {
+    warned = true
+    logWarning("skewagg found a skewed join below an aggregate but left it alone: Spark's " +
+      "default adaptive cost model rejects the exchange it needs. Set " +
+      s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=" +
+      "io.skewagg.SkewAggCostEvaluator (skewagg.configure() does this for PySpark).")
+  }
+}

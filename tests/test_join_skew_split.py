@@ -1,0 +1,63 @@
+"""A skewed join below an aggregate is split at run time and the partials exchanged (AQE)."""
+
+from typing import Iterator
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import skewagg
+from conftest import differential
+
+SETTINGS = {
+    "spark.sql.shuffle.partitions": "32",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.adaptive.advisoryPartitionSizeInBytes": "2k",
+    "spark.sql.adaptive.coalescePartitions.enabled": "false",
+    "spark.skewagg.skew.minPartitionSize": "4k",
+}
+
+
+@pytest.fixture
+def small_skew_settings(spark: SparkSession) -> Iterator[None]:
+    saved = {key: spark.conf.get(key, None) for key in SETTINGS}
+    for key, value in SETTINGS.items():
+        spark.conf.set(key, value)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
+
+
+def fact(spark: SparkSession, skewed: bool) -> DataFrame:
+    uniform = (F.col("id") * 7919) % 1000
+    key = F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(uniform) if skewed else uniform
+    return spark.range(0, 20000).select(key.alias("k"), (F.col("id") / 7.0).alias("v"))
+
+
+def dim(spark: SparkSession) -> DataFrame:
+    return spark.range(0, 1000).select(F.col("id").alias("k"), (F.col("id") % 10).alias("attr"))
+
+
+def test_configure_installed_the_cost_model(spark: SparkSession) -> None:
+    assert spark.conf.get(skewagg.COST_EVALUATOR_KEY) == skewagg.COST_EVALUATOR_CLASS
+
+
+@pytest.mark.usefixtures("small_skew_settings")
+def test_skewed_join_then_group_by_is_split(spark: SparkSession) -> None:
+    plans = differential(
+        spark, lambda s: fact(s, True).join(dim(s), "k").groupBy("k").agg(F.sum("v"), F.count("*"))
+    )
+    assert "SortMergeJoin(skew=true)" in plans[(True, True)], plans[(True, True)]
+    assert "skew=true" not in plans[(False, True)]
+    assert "skew=true" not in plans[(True, False)]
+
+
+@pytest.mark.usefixtures("small_skew_settings")
+def test_uniform_join_then_group_by_is_not_split(spark: SparkSession) -> None:
+    plans = differential(
+        spark, lambda s: fact(s, False).join(dim(s), "k").groupBy("k").agg(F.sum("v"))
+    )
+    assert "skew=true" not in plans[(True, True)]
