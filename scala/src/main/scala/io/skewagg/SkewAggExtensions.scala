@@ -2,7 +2,7 @@ package io.skewagg
 
 import org.apache.spark.SPARK_VERSION
 import org.apache.spark.sql.SparkSessionExtensions
-import org.apache.spark.sql.skewagg.{PartialAggregateBeforeRepartition, SkewAggConf, SplitSkewedJoinBelowAggregate}
+import org.apache.spark.sql.skewagg.{PartialAggregateBeforeRepartition, PlanColumnarHook, SkewAggConf, SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate}
 
 /**
  * The skewagg entry point: `spark.sql.extensions=io.skewagg.SkewAggExtensions`.
@@ -23,5 +23,10 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectPlannerStrategy(PartialAggregateBeforeRepartition)
     // Adaptive query-stage preparation: split a skewed join below an aggregate, exchange partials.
     extensions.injectQueryStagePrepRule(SplitSkewedJoinBelowAggregate(_))
+    // Adaptive query-stage preparation: read skewed buckets unbucketed below an aggregate.
+    extensions.injectQueryStagePrepRule(SplitSkewedBucketsBelowAggregate(_))
+    // Before columnar transitions (non-adaptive plans' only post-exchange hook): the same
+    // planning-time rewrites for plans that adaptive execution does not handle.
+    extensions.injectColumnar(PlanColumnarHook(_))
   }
 }

@@ -74,6 +74,16 @@ object SkewAggConf {
       .booleanConf
       .createWithDefault(true))
 
+  val BUCKETED_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.bucketed.enabled")
+      .doc("When an aggregate reads a bucketed table on its grouping keys and the bucket file " +
+        "sizes are skewed (spark.skewagg.skew.*), read that table without bucketing so the hot " +
+        "bucket's files are split across tasks, and exchange the partial aggregates instead. " +
+        "Decided at planning from file sizes, with and without adaptive execution.")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(true))
+
   /** Every entry, in declaration order. */
   def entries: Seq[ConfigEntry[_]] = registered
 

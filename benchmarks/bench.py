@@ -1,0 +1,261 @@
+"""skewagg benchmark suite (`make bench`).
+
+Every scenario runs on SKEWED data (key 0 holds 30% of the rows, the rest uniform over 1M keys)
+and UNIFORM data, with four variants side by side in one session:
+
+  vanilla        skewagg off
+  forced-skew    skewagg off; Spark's skew join forced, with skewagg's 16MB skew floor
+  salted         skewagg off; the query rewritten by hand with a random salt of 16 values
+  skewagg        skewagg on
+
+Per run it records wall time and, from every task of the query, the hot stage's longest and
+median task and the simulated makespan on 64 and 512 slots (tasks list-scheduled; see
+skewagg.tasktimes). Variants alternate within each repeat so drift hits all alike; the median wall
+time over the repeats is reported. Every run's result checksum must equal vanilla's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Dict, List
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import skewagg
+from skewagg.tasktimes import QueryTimes, TaskTimeRecorder
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "benchmarks" / "work"
+RESULTS = ROOT / "benchmarks" / "results"
+DOC = ROOT / "docs" / "benchmarks.md"
+KEYS = 1_000_000
+SALTS = 16
+VARIANTS = ["vanilla", "forced-skew", "salted", "skewagg"]
+
+BASE_CONF = {
+    "spark.sql.shuffle.partitions": "200",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "false",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    # Many map tasks, as on a cluster: the files are written with 1MB row groups.
+    "spark.sql.files.maxPartitionBytes": "2MB",
+}
+VARIANT_CONF = {
+    "vanilla": {"spark.skewagg.enabled": "false"},
+    "forced-skew": {
+        "spark.skewagg.enabled": "false",
+        "spark.sql.adaptive.forceOptimizeSkewedJoin": "true",
+        "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes": "16MB",
+    },
+    "salted": {"spark.skewagg.enabled": "false"},
+    "skewagg": {"spark.skewagg.enabled": "true"},
+}
+RESET_KEYS = sorted({k for conf in VARIANT_CONF.values() for k in conf})
+
+
+def write_tables(spark: SparkSession, rows: int) -> Path:
+    """fact_skewed, fact_uniform (k long, v double, i int) and dim (k, attr) as Parquet, once."""
+    base = WORK / f"rows={rows}-v2"
+    if (base / "_done").exists():
+        return base
+    ids = spark.range(0, rows, 1, 32)
+    uniform_key = F.abs(F.xxhash64("id")) % KEYS
+    cols = [(F.col("id") % 1000 / 10.0).alias("v"), (F.col("id") % 97).cast("int").alias("i")]
+    def write(df: DataFrame, name: str) -> None:
+        df.write.mode("overwrite").option("parquet.block.size", 1 << 20).parquet(str(base / name))
+
+    write(ids.select(uniform_key.alias("k"), *cols), "fact_uniform")
+    skewed_key = F.when(F.abs(F.xxhash64("id", F.lit(1))) % 10 < 3, F.lit(0)).otherwise(uniform_key)
+    write(ids.select(skewed_key.alias("k"), *cols), "fact_skewed")
+    write(spark.range(0, KEYS, 1, 8).select(F.col("id").alias("k"), (F.col("id") % 100).alias("attr")),
+          "dim")
+    (base / "_done").touch()
+    return base
+
+
+def salted(fact: DataFrame, dim: DataFrame) -> tuple:
+    salt = (F.rand(7) * SALTS).cast("int").alias("salt")
+    salts = fact.sparkSession.range(SALTS).select(F.col("id").cast("int").alias("salt"))
+    return fact.select("*", salt), dim.crossJoin(salts)
+
+
+def scenario_queries(fact: DataFrame, dim: DataFrame) -> Dict[str, Dict[str, Callable[[], DataFrame]]]:
+    """For each scenario: the query as a user writes it, and the hand-salted version."""
+    def join_sum() -> DataFrame:
+        return fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s"))
+
+    def join_sum_salted() -> DataFrame:
+        f, d = salted(fact, dim)
+        return (f.join(d, ["k", "salt"]).groupBy("k", "salt").agg(F.sum("v").alias("p"))
+                .groupBy("k").agg(F.sum("p").alias("s")))
+
+    def repartition_sum() -> DataFrame:
+        return fact.repartition("k").groupBy("k").agg(F.sum("v").alias("s"))
+
+    def repartition_sum_salted() -> DataFrame:
+        f, _ = salted(fact, dim)
+        return (f.repartition("k", "salt").groupBy("k", "salt").agg(F.sum("v").alias("p"))
+                .groupBy("k").agg(F.sum("p").alias("s")))
+
+    def subset_sum() -> DataFrame:
+        return fact.join(dim, "k").groupBy("k", "attr").agg(F.sum("v").alias("s"))
+
+    def subset_sum_salted() -> DataFrame:
+        f, d = salted(fact, dim)
+        return (f.join(d, ["k", "salt"]).groupBy("k", "attr", "salt").agg(F.sum("v").alias("p"))
+                .groupBy("k", "attr").agg(F.sum("p").alias("s")))
+
+    def join_distinct() -> DataFrame:
+        return fact.join(dim, "k").groupBy("k").agg(F.countDistinct("i").alias("s"))
+
+    def join_distinct_salted() -> DataFrame:
+        f, d = salted(fact, dim)
+        return (f.join(d, ["k", "salt"]).select("k", "i").distinct()
+                .groupBy("k").agg(F.count("i").alias("s")))
+
+    return {
+        "join": {"query": join_sum, "salted": join_sum_salted},
+        "repartition": {"query": repartition_sum, "salted": repartition_sum_salted},
+        "subset-key": {"query": subset_sum, "salted": subset_sum_salted},
+        "distinct": {"query": join_distinct, "salted": join_distinct_salted},
+    }
+
+
+def checksum(df: DataFrame) -> List[float]:
+    """Rows and sum of the aggregate column, computed on the cluster (nothing large collected)."""
+    row = df.agg(F.count(F.lit(1)), F.sum("s")).head()
+    return [float(row[0]), float(row[1] or 0.0)]
+
+
+def run_once(spark: SparkSession, recorder: TaskTimeRecorder, variant: str,
+             queries: Dict[str, Callable[[], DataFrame]]) -> dict:
+    for key in RESET_KEYS:
+        spark.conf.unset(key)
+    for key, value in VARIANT_CONF[variant].items():
+        spark.conf.set(key, value)
+    query = queries["salted"] if variant == "salted" else queries["query"]
+    start = time.perf_counter()
+    result, times = recorder.measure(lambda: checksum(query()))
+    wall = time.perf_counter() - start
+    hot = times.hot_stage
+    return {
+        "wall_s": wall,
+        "checksum": result,
+        "hot_task_ms": hot.max_ms,
+        "median_task_ms": hot.median_ms,
+        "hot_stage_tasks": len(hot.durations_ms),
+        "makespan64_ms": times.makespan(64),
+        "makespan512_ms": times.makespan(512),
+    }
+
+
+def same(a: List[float], b: List[float]) -> bool:
+    return all(abs(x - y) <= 1e-9 * max(abs(x), abs(y), 1.0) for x, y in zip(a, b))
+
+
+def main(argv: List[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--scenarios", default="join,repartition,subset-key,distinct")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--driver-memory", default="10g")
+    args = parser.parse_args(argv)
+
+    builder = (SparkSession.builder.master("local[2]").appName("skewagg-bench")
+               .config("spark.driver.memory", args.driver_memory)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    spark = skewagg.configure(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    for key, value in BASE_CONF.items():
+        spark.conf.set(key, value)
+    base = write_tables(spark, args.rows)
+    recorder = TaskTimeRecorder(spark)
+    dim = spark.read.parquet(str(base / "dim"))
+    variants = args.variants.split(",")
+    results = []
+    for scenario in args.scenarios.split(","):
+        for data in ("skewed", "uniform"):
+            fact = spark.read.parquet(str(base / f"fact_{data}"))
+            queries = scenario_queries(fact, dim)[scenario]
+            runs: Dict[str, List[dict]] = {v: [] for v in variants}
+            run_once(spark, recorder, "vanilla", queries)  # warm-up: file listing, JIT
+            for _ in range(args.repeats):
+                for variant in variants:
+                    runs[variant].append(run_once(spark, recorder, variant, queries))
+            reference = runs[variants[0]][0]["checksum"]
+            for variant in variants:
+                last = runs[variant][-1]
+                entry = {
+                    "scenario": scenario, "data": data, "variant": variant,
+                    "wall_s": statistics.median(r["wall_s"] for r in runs[variant]),
+                    "wall_s_runs": [round(r["wall_s"], 3) for r in runs[variant]],
+                    "equal_to_vanilla": all(same(r["checksum"], reference) for r in runs[variant]),
+                    **{k: v for k, v in last.items() if k not in ("wall_s", "checksum")},
+                }
+                results.append(entry)
+                print(json.dumps(entry), flush=True)
+    spark.stop()
+
+    report = {
+        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "rows": args.rows, "repeats": args.repeats, "machine": "local[2]",
+        "spark_conf": BASE_CONF, "results": results,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"bench-rows{args.rows}.json"
+    out.write_text(json.dumps(report, indent=1) + "\n")
+    DOC.write_text(render(report))
+    print(f"wrote {out.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
+    return 0 if all(r["equal_to_vanilla"] for r in results) else 1
+
+
+def render(report: dict) -> str:
+    rows = report["results"]
+    by = {(r["scenario"], r["data"], r["variant"]): r for r in rows}
+    lines = [
+        "# Benchmarks",
+        "",
+        "<!-- Written by `make bench` (benchmarks/bench.py); do not edit by hand. -->",
+        "",
+        f"Measured {report['when']} on {report['machine']} (2 cores), "
+        f"{report['rows']:,} fact rows, median wall time of {report['repeats']} runs per "
+        "variant, variants alternating within each repeat. SKEWED: key 0 holds 30% of the "
+        "rows, the rest uniform over 1M keys; UNIFORM: all uniform. Adaptive execution on, 200 "
+        "shuffle partitions, partition coalescing and broadcast joins off.",
+        "",
+        "Task columns are the hot stage (the stage holding the query's longest task) of the "
+        "last run. Makespan@N: every stage's measured task durations list-scheduled onto N "
+        "slots, summed over stages: what the same tasks would take on N cores.",
+        "",
+        "| scenario | data | variant | wall s | vs vanilla | hot task ms | median task ms "
+        "| makespan@64 s | makespan@512 s | equal |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        vanilla = by.get((r["scenario"], r["data"], "vanilla"))
+        ratio = f"{r['wall_s'] / vanilla['wall_s']:.2f}" if vanilla else ""
+        lines.append(
+            f"| {r['scenario']} | {r['data']} | {r['variant']} | {r['wall_s']:.2f} | {ratio} "
+            f"| {r['hot_task_ms']} | {r['median_task_ms']:.0f} | {r['makespan64_ms'] / 1000:.2f} "
+            f"| {r['makespan512_ms'] / 1000:.2f} | {'yes' if r['equal_to_vanilla'] else 'NO'} |")
+    lines += ["", "Makespan@64, SKEWED / UNIFORM:", "",
+              "| scenario | variant | skewed / uniform |", "|---|---|---|"]
+    for (scenario, data, variant), r in by.items():
+        if data == "skewed" and (scenario, "uniform", variant) in by:
+            u = by[(scenario, "uniform", variant)]
+            lines.append(f"| {scenario} | {variant} | "
+                         f"{r['makespan64_ms'] / max(u['makespan64_ms'], 1):.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Per-stage task times of a query, and the makespan of those tasks on N slots.
+
+The makespan is simulated: a stage's measured task durations are list-scheduled, in task index
+order, onto N slots (each task starts on the slot that frees first), and a query's makespan is the
+sum over its stages (a stage starts when the previous one ends). On a 2-core machine it shows what
+the same tasks would take on a cluster of N cores, where one hot task, not the core count,
+decides how long a stage takes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, List, Sequence, Tuple, TypeVar
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+T = TypeVar("T")
+
+
+def makespan(durations_ms: Sequence[float], slots: int) -> float:
+    """Milliseconds to run tasks of these durations, in order, on ``slots`` parallel slots."""
+    if slots < 1:
+        raise ValueError(f"slots must be at least 1, got {slots}")
+    free: List[float] = [0.0] * min(slots, max(1, len(durations_ms)))
+    for duration in durations_ms:
+        start = heapq.heappop(free)
+        heapq.heappush(free, start + duration)
+    return max(free) if durations_ms else 0.0
+
+
+@dataclass
+class StageTimes:
+    stage: int
+    attempt: int
+    name: str
+    durations_ms: List[int] = field(default_factory=list)
+    records: List[int] = field(default_factory=list)
+
+    @property
+    def max_ms(self) -> int:
+        return max(self.durations_ms, default=0)
+
+    @property
+    def median_ms(self) -> float:
+        return float(statistics.median(self.durations_ms)) if self.durations_ms else 0.0
+
+
+@dataclass
+class QueryTimes:
+    stages: List[StageTimes]
+
+    def makespan(self, slots: int) -> float:
+        return sum(makespan(s.durations_ms, slots) for s in self.stages)
+
+    @property
+    def hot_stage(self) -> StageTimes:
+        """The stage that holds the longest task."""
+        if not self.stages:
+            raise ValueError("no stage was recorded")
+        return max(self.stages, key=lambda s: s.max_ms)
+
+    @staticmethod
+    def from_json(text: str) -> "QueryTimes":
+        stages = []
+        for entry in json.loads(text):
+            tasks = entry["tasks"]
+            stages.append(StageTimes(
+                stage=entry["stage"], attempt=entry["attempt"], name=entry["name"],
+                durations_ms=[t["durationMs"] for t in tasks],
+                records=[t["records"] for t in tasks],
+            ))
+        return QueryTimes(stages)
+
+
+class TaskTimeRecorder:
+    """Records the task times of the queries run through :meth:`measure` (classic PySpark)."""
+
+    def __init__(self, spark: "SparkSession") -> None:
+        jvm = spark.sparkContext._jvm
+        self._recorder = jvm.org.apache.spark.sql.skewagg.TaskTimeRecorder.attach(
+            spark.sparkContext._jsc.sc()
+        )
+
+    def measure(self, action: Callable[[], T]) -> Tuple[T, QueryTimes]:
+        self._recorder.clear()
+        result = action()
+        return result, QueryTimes.from_json(self._recorder.snapshotJson())
+
+    def close(self) -> None:
+        self._recorder.detach()
