@@ -2,7 +2,7 @@ package io.skewagg
 
 import org.apache.spark.SPARK_VERSION
 import org.apache.spark.sql.SparkSessionExtensions
-import org.apache.spark.sql.skewagg.{PartialAggregateBeforeRepartition, PlanColumnarHook, SkewAggConf, SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate}
+import org.apache.spark.sql.skewagg._
 
 /**
  * The skewagg entry point: `spark.sql.extensions=io.skewagg.SkewAggExtensions`.
@@ -19,6 +19,14 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
 
     // Function registry: skewagg_version(), how a session shows that skewagg is loaded.
     extensions.injectFunction(SkewAggVersionFunction.description)
+    // Hint resolution: SKEW_AGG / NO_SKEW_AGG onto the aggregate they are written on.
+    extensions.injectHintResolutionRule(ResolveSkewAggHints)
+    // Analysis check: columns named by a skewagg hint exist.
+    extensions.injectCheckRule(CheckSkewAggHints)
+    // Optimization (pre-CBO): partial aggregate before a join, for SKEW_AGG-hinted aggregates.
+    extensions.injectPreCBORule(LocalAggregateBeforeJoin)
+    // Physical planning: the partial and final aggregates that local aggregation creates.
+    extensions.injectPlannerStrategy(PlanPartialAndFinalAggregates)
     // Physical planning: partial aggregate below a user repartition on the grouping keys.
     extensions.injectPlannerStrategy(PartialAggregateBeforeRepartition)
     // Adaptive query-stage preparation: split a skewed join below an aggregate, exchange partials.

@@ -24,7 +24,7 @@ import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_
  * the rule needs no skew evidence. The aggregate's output keeps the user's partitioning.
  *
  * Refuses (leaves the plan to Spark) when skewagg or `spark.skewagg.repartition.enabled` is off,
- * the plan is streaming, an aggregate is a Python UDAF, the aggregate has no grouping keys, the
+ * the aggregate has the NO_SKEW_AGG hint, the plan is streaming, an aggregate is a Python UDAF, the aggregate has no grouping keys, the
  * repartition is by range or round robin, a partition expression reads a column that is not a
  * grouping attribute or is nondeterministic, or an operator in between redefines a key or is
  * nondeterministic.
@@ -34,7 +34,7 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case agg: Aggregate
         if SkewAggConf.enabled(session.sessionState.conf, SkewAggConf.REPARTITION_ENABLED) &&
-          !agg.isStreaming && agg.groupingExpressions.nonEmpty &&
+          !agg.isStreaming && agg.groupingExpressions.nonEmpty && !SkewAggHints.forbidden(agg) &&
           !agg.aggregateExpressions.exists(_.exists(_.isInstanceOf[PythonUDAF])) =>
       val groupingAttributes =
         AttributeSet(agg.groupingExpressions.collect { case a: Attribute => a })

@@ -74,6 +74,16 @@ object SkewAggConf {
       .booleanConf
       .createWithDefault(true))
 
+  val JOIN_LOCAL_AGGREGATE_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.join.localAggregate.enabled")
+      .doc("For an aggregate with the SKEW_AGG hint over a join whose aggregate functions read " +
+        "one side only: aggregate that side partially before the join (by its grouping and " +
+        "join columns), join the partial results, and merge them after the join. Needs the " +
+        "hint because before a selective join it can cost more than it saves.")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(true))
+
   val BUCKETED_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.bucketed.enabled")
       .doc("When an aggregate reads a bucketed table on its grouping keys and the bucket file " +

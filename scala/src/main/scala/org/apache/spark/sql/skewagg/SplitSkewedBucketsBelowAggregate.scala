@@ -12,14 +12,16 @@ import org.apache.spark.sql.execution.exchange.{EnsureRequirements, ShuffleExcha
  *
  * Matches: a partial aggregate over a bucketed file scan (through Project, Filter or Expand)
  * whose final aggregate relies on the bucketing instead of an exchange, where the bucket file
- * sizes, known at planning, are skewed by skewagg's thresholds: the hot bucket is read,
+ * sizes, known at planning, are skewed by skewagg's thresholds (or the aggregate has the SKEW_AGG
+ * hint): the hot bucket is read,
  * partially and finally aggregated by one task.
  *
  * Produces: the same scan without bucketing, so the hot bucket's files are split across tasks
  * like any other files; the partial aggregate on each split; an exchange of the partial results on
  * the grouping keys before the final aggregate.
  *
- * Refuses when skewagg or `spark.skewagg.bucketed.enabled` is off, the buckets are not skewed,
+ * Refuses when skewagg or `spark.skewagg.bucketed.enabled` is off, the aggregate has the
+ * NO_SKEW_AGG hint, the buckets are not skewed and there is no SKEW_AGG hint,
  * or any exchange it would add is not directly above a partial aggregate (for example when the
  * scan also feeds a join that needs its bucketing).
  */
@@ -48,8 +50,10 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
   }
 
   private def skewedBucketedScanBelow(plan: SparkPlan): Option[FileSourceScanExec] = plan match {
-    case agg if isPartial(agg) && agg.children.size == 1 =>
-      scanBelow(agg.children.head).filter(scan => SkewedPartitions.find(bucketSizes(scan), conf).nonEmpty)
+    case agg if isPartial(agg) && agg.children.size == 1 && !SkewAggHints.forbidden(agg) =>
+      scanBelow(agg.children.head).filter { scan =>
+        SkewAggHints.forced(agg) || SkewedPartitions.find(bucketSizes(scan), conf).nonEmpty
+      }
     case _ => None
   }
 

@@ -25,7 +25,8 @@ import org.apache.spark.sql.internal.SQLConf
  * aggregate. That exchange moves one row per key and split, which
  * [[io.skewagg.SkewAggCostEvaluator]] knows to be cheap.
  *
- * Refuses when skewagg or `spark.skewagg.join.skewSplit.enabled` is off, no partition is skewed,
+ * Refuses when skewagg or `spark.skewagg.join.skewSplit.enabled` is off, the aggregate has the
+ * NO_SKEW_AGG hint, no partition is skewed,
  * the join type cannot be split on its skewed side, any exchange it would add is not directly
  * above a partial aggregate, or Spark's default cost model is in use without
  * `forceOptimizeSkewedJoin` (it would reject the plan; a warning says which setting to use).
@@ -55,7 +56,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
 
   /** A partial aggregate reading a not-yet-split shuffled join whose inputs show skew. */
   private def isCandidate(plan: SparkPlan): Boolean = plan match {
-    case agg if isPartial(agg) && agg.children.size == 1 =>
+    case agg if isPartial(agg) && agg.children.size == 1 && !SkewAggHints.forbidden(agg) =>
       joinBelow(agg.children.head).exists(j => j.children.exists(isSkewedStage))
     case _ => false
   }

@@ -1,0 +1,91 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.sql.AnalysisException
+import org.apache.spark.sql.catalyst.expressions.{Literal, NamedExpression}
+import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
+import org.apache.spark.sql.catalyst.plans.logical._
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.SparkPlan
+
+/**
+ * `/*+ SKEW_AGG */` (or `SKEW_AGG(col, ...)` naming the skewed columns) forces skewagg's
+ * local-global plans for an aggregate, skew evidence or not; `/*+ NO_SKEW_AGG */` keeps skewagg
+ * away from it. In DataFrames: `df.groupBy(...).agg(...).hint("skew_agg")`. Resolved onto the
+ * aggregate itself (`Aggregate.hint`), which the rules read.
+ */
+case class SkewAggHint(force: Boolean, columns: Seq[String]) extends AggregateHint {
+  def name: String = if (force) SkewAggHints.Force else SkewAggHints.Forbid
+}
+
+class SkewAggAnalysisException(message: String) extends AnalysisException(message)
+
+object SkewAggHints {
+  val Force = "SKEW_AGG"
+  val Forbid = "NO_SKEW_AGG"
+
+  def of(agg: Aggregate): Option[SkewAggHint] = agg.hint.collect { case h: SkewAggHint => h }
+
+  def forced(agg: Aggregate): Boolean = of(agg).exists(_.force)
+  def forbidden(agg: Aggregate): Boolean = of(agg).exists(!_.force)
+
+  /** The hint of the logical aggregate a physical operator was planned from. */
+  def of(plan: SparkPlan): Option[SkewAggHint] = plan.logicalLink.flatMap {
+    case a: Aggregate => of(a)
+    case _ => None
+  }
+
+  def forbidden(plan: SparkPlan): Boolean = of(plan).exists(!_.force)
+  def forced(plan: SparkPlan): Boolean = of(plan).exists(_.force)
+}
+
+/**
+ * Hint resolution: moves a SKEW_AGG / NO_SKEW_AGG hint onto the aggregate it is written on: the
+ * first aggregate below the hint through unary operators (Project, Filter, Sort, aliases, ...).
+ * A hint with no aggregate below it, or whose parameters are not column names, is an analysis
+ * error; column names are checked against the aggregate's input by [[CheckSkewAggHints]] once
+ * the plan is resolved.
+ */
+case class ResolveSkewAggHints(session: org.apache.spark.sql.SparkSession) extends Rule[LogicalPlan] {
+  override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
+    case h: UnresolvedHint if isSkewAggHint(h.name) =>
+      val force = h.name.equalsIgnoreCase(SkewAggHints.Force)
+      val columns = h.parameters.map {
+        case a: UnresolvedAttribute => a.name
+        case n: NamedExpression => n.name
+        case Literal(v, _) if v != null => v.toString
+        case other => throw new SkewAggAnalysisException(
+          s"${h.name.toUpperCase} hint parameters must be column names, got ${other.sql}. " +
+            s"Write /*+ ${h.name.toUpperCase}(column, ...) */ or leave the parameters out.")
+      }
+      attach(h.child, SkewAggHint(force, columns)).getOrElse(throw new SkewAggAnalysisException(
+        s"${h.name.toUpperCase} hint must be placed on an aggregate (GROUP BY, or the DataFrame " +
+          s"returned by groupBy(...).agg(...)), but there is no aggregate below it in: " +
+          h.child.simpleString(200)))
+  }
+
+  private def isSkewAggHint(name: String): Boolean =
+    name.equalsIgnoreCase(SkewAggHints.Force) || name.equalsIgnoreCase(SkewAggHints.Forbid)
+
+  private def attach(plan: LogicalPlan, hint: SkewAggHint): Option[LogicalPlan] = plan match {
+    case a: Aggregate => Some(a.copy(hint = Some(hint)))
+    case u: UnaryNode => attach(u.child, hint).map(c => u.withNewChildren(Seq(c)))
+    case _ => None
+  }
+}
+
+/** Analysis check: columns named by a skewagg hint exist among the aggregate's input columns. */
+case class CheckSkewAggHints(session: org.apache.spark.sql.SparkSession) extends (LogicalPlan => Unit) {
+  override def apply(plan: LogicalPlan): Unit = plan.foreach {
+    case a: Aggregate =>
+      SkewAggHints.of(a).foreach { hint =>
+        val resolver = session.sessionState.conf.resolver
+        val available = a.child.output.map(_.name)
+        hint.columns.find(c => !available.exists(resolver(_, c))).foreach { missing =>
+          throw new SkewAggAnalysisException(
+            s"${hint.name} hint names column `$missing`, which is not a column of the " +
+              s"aggregate's input. Available columns: ${available.mkString(", ")}.")
+        }
+      }
+    case _ =>
+  }
+}

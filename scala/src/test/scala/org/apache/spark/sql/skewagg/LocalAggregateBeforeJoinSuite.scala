@@ -1,0 +1,113 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.sql.{AnalysisException, DataFrame, Encoder, Encoders, SparkSession}
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.expressions.Aggregator
+import org.apache.spark.sql.functions._
+
+import SkewTestData._
+
+/** A typed Aggregator: sum of squares. */
+object SumOfSquares extends Aggregator[Double, Double, Double] {
+  def zero: Double = 0.0
+  def reduce(b: Double, a: Double): Double = b + a * a
+  def merge(b1: Double, b2: Double): Double = b1 + b2
+  def finish(b: Double): Double = b
+  def bufferEncoder: Encoder[Double] = Encoders.scalaDouble
+  def outputEncoder: Encoder[Double] = Encoders.scalaDouble
+}
+
+class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
+
+  /** `dim` with duplicate keys: keys divisible by 3 appear twice, key 0 three times. */
+  private def dimWithDuplicates(s: SparkSession): DataFrame = dim(s)
+    .union(dim(s).where(col("k") % 3 === 0))
+    .union(dim(s).where(col("k") === 0))
+
+  /** A join whose subtree aggregates partially before the join's input. */
+  private def aggregatesBeforeJoin(plan: SparkPlan): Boolean =
+    nodes[ShuffledJoin](plan).exists(_.children.exists(c => find(c)(PartialAggregates.isPartial).isDefined))
+
+  private def assertLocal(d: Differential): Unit = for (adaptive <- Seq(false, true)) {
+    assert(!aggregatesBeforeJoin(d.plan(on = false, adaptive)))
+    assert(aggregatesBeforeJoin(d.plan(on = true, adaptive)), d.plan(on = true, adaptive))
+  }
+
+  private def assertNotLocal(d: Differential): Unit = for (adaptive <- Seq(false, true)) {
+    assert(!aggregatesBeforeJoin(d.plan(on = true, adaptive)), d.plan(on = true, adaptive))
+  }
+
+  private def run(query: SparkSession => DataFrame): Differential = differential(query, conf: _*)
+
+  test("inner join, every partially aggregatable family, duplicate keys on the other side") {
+    val squares = udaf(SumOfSquares)
+    assertLocal(run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k").groupBy("k")
+      .agg(sum("v"), count(lit(1)), count("v"), avg("d"), min("i"), max("i"), stddev("v"),
+        variance("d"), bool_and(col("i") > 2), sum("d"), approx_count_distinct("i"),
+        sort_array(collect_set("i")), size(collect_list("i")), percentile(col("i"), lit(0.5)),
+        squares(col("v")), expr("sum(v) FILTER (WHERE i > 3)"))
+      .hint("skew_agg")))
+  }
+
+  test("grouping by columns of the other side, or only by them") {
+    assertLocal(run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+      .groupBy("k", "attr").agg(sum("v"), count(lit(1))).hint("skew_agg")))
+    assertLocal(run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+      .groupBy("attr").agg(sum("v"), avg("i")).hint("skew_agg")))
+  }
+
+  test("outer and semi joins that keep only the aggregated side") {
+    assertLocal(run(s => fact(s, skewed = true).join(dim(s).where(col("k") < 500), Seq("k"),
+      "left_outer").groupBy("k").agg(sum("v"), count(lit(1))).hint("skew_agg")))
+    assertLocal(run(s => dimWithDuplicates(s).where(col("k") < 500)
+      .join(fact(s, skewed = true), Seq("k"), "right_outer")
+      .groupBy("k", "attr").agg(sum("v"), count(lit(1))).hint("skew_agg")))
+    assertLocal(run(s => fact(s, skewed = true).join(dim(s).where(col("k") < 500), Seq("k"),
+      "left_semi").groupBy("k").agg(sum("v")).hint("skew_agg")))
+    assertLocal(run(s => fact(s, skewed = true).join(dim(s).where(col("k") < 500), Seq("k"),
+      "left_anti").groupBy("k").agg(sum("v")).hint("skew_agg")))
+  }
+
+  test("SQL hint with HAVING and a non-equi join condition") {
+    fact(spark, skewed = true).createOrReplaceTempView("fact_t")
+    dimWithDuplicates(spark).createOrReplaceTempView("dim_t")
+    assertLocal(run(s => s.sql(
+      """SELECT /*+ SKEW_AGG(k) */ f.k, d.attr, sum(f.v) AS s, count(*) AS n
+        |FROM fact_t f JOIN dim_t d ON f.k = d.k AND f.i <= d.attr
+        |GROUP BY f.k, d.attr HAVING count(*) > 2""".stripMargin)))
+  }
+
+  test("left alone: aggregates reading both sides, full outer joins, no hint, NO_SKEW_AGG") {
+    assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+      .agg(sum(col("v") + col("attr"))).hint("skew_agg")))
+    assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), Seq("k"), "full_outer")
+      .groupBy("k").agg(sum("v")).hint("skew_agg")))
+    assertNotLocal(run(s => dim(s).join(fact(s, skewed = true), Seq("k"), "left_outer")
+      .groupBy("k").agg(sum("v")).hint("skew_agg")))
+    assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v"))))
+    assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+      .agg(countDistinct("i")).hint("skew_agg")))
+  }
+
+  test("a hint naming a column that does not exist is a clear analysis error") {
+    val e = intercept[AnalysisException](fact(spark, skewed = true).groupBy("k").agg(sum("v"))
+      .hint("skew_agg", "nope").queryExecution.assertAnalyzed())
+    assert(e.getMessage.contains("SKEW_AGG hint names column `nope`"), e.getMessage)
+    assert(e.getMessage.contains("Available columns: k, v, i, d"), e.getMessage)
+  }
+
+  test("a hint on a query without an aggregate is a clear analysis error") {
+    fact(spark, skewed = true).createOrReplaceTempView("fact_t")
+    val e = intercept[AnalysisException](spark.sql("SELECT /*+ SKEW_AGG */ * FROM fact_t").collect())
+    assert(e.getMessage.contains("SKEW_AGG hint must be placed on an aggregate"), e.getMessage)
+  }
+
+  test("NO_SKEW_AGG keeps the repartition rewrite away from its aggregate") {
+    val d = run(s => fact(s, skewed = true).repartition(col("k")).groupBy("k").agg(sum("v"))
+      .hint("no_skew_agg"))
+    for (adaptive <- Seq(false, true)) {
+      assert(shape(d.plan(on = true, adaptive)) == shape(d.plan(on = false, adaptive)))
+    }
+  }
+}
