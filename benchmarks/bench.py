@@ -7,6 +7,8 @@ and UNIFORM data, with four variants side by side in one session:
   forced-skew    skewagg off; Spark's skew join forced, with skewagg's 16MB skew floor
   salted         skewagg off; the query rewritten by hand with a random salt of 16 values
   skewagg        skewagg on
+  skewagg+hint   skewagg on, and the aggregate hinted with SKEW_AGG (local aggregation before
+                 a join needs that evidence)
 
 Per run it records wall time and, from every task of the query, the hot stage's longest and
 median task and the simulated makespan on 64 and 512 slots (tasks list-scheduled; see
@@ -37,7 +39,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "benchmarks.md"
 KEYS = 1_000_000
 SALTS = 16
-VARIANTS = ["vanilla", "forced-skew", "salted", "skewagg"]
+VARIANTS = ["vanilla", "forced-skew", "salted", "skewagg", "skewagg+hint"]
+BUCKETS = 64
 
 BASE_CONF = {
     "spark.sql.shuffle.partitions": "200",
@@ -56,13 +59,14 @@ VARIANT_CONF = {
     },
     "salted": {"spark.skewagg.enabled": "false"},
     "skewagg": {"spark.skewagg.enabled": "true"},
+    "skewagg+hint": {"spark.skewagg.enabled": "true"},
 }
 RESET_KEYS = sorted({k for conf in VARIANT_CONF.values() for k in conf})
 
 
 def write_tables(spark: SparkSession, rows: int) -> Path:
     """fact_skewed, fact_uniform (k long, v double, i int) and dim (k, attr) as Parquet, once."""
-    base = WORK / f"rows={rows}-v2"
+    base = WORK / f"rows={rows}-v3"
     if (base / "_done").exists():
         return base
     ids = spark.range(0, rows, 1, 32)
@@ -76,8 +80,21 @@ def write_tables(spark: SparkSession, rows: int) -> Path:
     write(ids.select(skewed_key.alias("k"), *cols), "fact_skewed")
     write(spark.range(0, KEYS, 1, 8).select(F.col("id").alias("k"), (F.col("id") % 100).alias("attr")),
           "dim")
+    for data in ("skewed", "uniform"):
+        spark.read.parquet(str(base / f"fact_{data}")).repartition(BUCKETS, "k").write \
+            .mode("overwrite").option("parquet.block.size", 1 << 20).bucketBy(BUCKETS, "k") \
+            .option("path", str(base / f"bucketed_{data}")).saveAsTable(f"bench_bucketed_{data}")
     (base / "_done").touch()
     return base
+
+
+def register_bucketed(spark: SparkSession, base: Path) -> None:
+    """The bucketed tables live in this run's session catalog; re-register existing files."""
+    for data in ("skewed", "uniform"):
+        name = f"bench_bucketed_{data}"
+        if not spark.catalog.tableExists(name):
+            spark.sql(f"CREATE TABLE {name} (k BIGINT, v DOUBLE, i INT) USING parquet "
+                      f"CLUSTERED BY (k) INTO {BUCKETS} BUCKETS LOCATION '{base / f'bucketed_{data}'}'")
 
 
 def salted(fact: DataFrame, dim: DataFrame) -> tuple:
@@ -86,7 +103,8 @@ def salted(fact: DataFrame, dim: DataFrame) -> tuple:
     return fact.select("*", salt), dim.crossJoin(salts)
 
 
-def scenario_queries(fact: DataFrame, dim: DataFrame) -> Dict[str, Dict[str, Callable[[], DataFrame]]]:
+def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
+                     ) -> Dict[str, Dict[str, Callable[[], DataFrame]]]:
     """For each scenario: the query as a user writes it, and the hand-salted version."""
     def join_sum() -> DataFrame:
         return fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s"))
@@ -120,8 +138,17 @@ def scenario_queries(fact: DataFrame, dim: DataFrame) -> Dict[str, Dict[str, Cal
         return (f.join(d, ["k", "salt"]).select("k", "i").distinct()
                 .groupBy("k").agg(F.count("i").alias("s")))
 
+    def bucketed_sum() -> DataFrame:
+        return bucketed.groupBy("k").agg(F.sum("v").alias("s"))
+
+    def bucketed_sum_salted() -> DataFrame:
+        salt = (F.rand(7) * SALTS).cast("int").alias("salt")
+        return (bucketed.select("*", salt).groupBy("k", "salt").agg(F.sum("v").alias("p"))
+                .groupBy("k").agg(F.sum("p").alias("s")))
+
     return {
         "join": {"query": join_sum, "salted": join_sum_salted},
+        "bucketed": {"query": bucketed_sum, "salted": bucketed_sum_salted},
         "repartition": {"query": repartition_sum, "salted": repartition_sum_salted},
         "subset-key": {"query": subset_sum, "salted": subset_sum_salted},
         "distinct": {"query": join_distinct, "salted": join_distinct_salted},
@@ -140,7 +167,12 @@ def run_once(spark: SparkSession, recorder: TaskTimeRecorder, variant: str,
         spark.conf.unset(key)
     for key, value in VARIANT_CONF[variant].items():
         spark.conf.set(key, value)
-    query = queries["salted"] if variant == "salted" else queries["query"]
+    if variant == "salted":
+        query = queries["salted"]
+    elif variant == "skewagg+hint":
+        query = lambda: queries["query"]().hint("skew_agg")  # noqa: E731
+    else:
+        query = queries["query"]
     start = time.perf_counter()
     result, times = recorder.measure(lambda: checksum(query()))
     wall = time.perf_counter() - start
@@ -164,7 +196,7 @@ def main(argv: List[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--scenarios", default="join,repartition,subset-key,distinct")
+    parser.add_argument("--scenarios", default="join,repartition,bucketed,subset-key,distinct")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--driver-memory", default="10g")
     args = parser.parse_args(argv)
@@ -172,12 +204,14 @@ def main(argv: List[str] | None = None) -> int:
     builder = (SparkSession.builder.master("local[2]").appName("skewagg-bench")
                .config("spark.driver.memory", args.driver_memory)
                .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false"))
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.warehouse.dir", str(WORK / "warehouse")))
     spark = skewagg.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     for key, value in BASE_CONF.items():
         spark.conf.set(key, value)
     base = write_tables(spark, args.rows)
+    register_bucketed(spark, base)
     recorder = TaskTimeRecorder(spark)
     dim = spark.read.parquet(str(base / "dim"))
     variants = args.variants.split(",")
@@ -185,7 +219,8 @@ def main(argv: List[str] | None = None) -> int:
     for scenario in args.scenarios.split(","):
         for data in ("skewed", "uniform"):
             fact = spark.read.parquet(str(base / f"fact_{data}"))
-            queries = scenario_queries(fact, dim)[scenario]
+            bucketed = spark.table(f"bench_bucketed_{data}")
+            queries = scenario_queries(fact, dim, bucketed)[scenario]
             runs: Dict[str, List[dict]] = {v: [] for v in variants}
             run_once(spark, recorder, "vanilla", queries)  # warm-up: file listing, JIT
             for _ in range(args.repeats):

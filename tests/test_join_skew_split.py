@@ -12,7 +12,7 @@ from conftest import differential
 SETTINGS = {
     "spark.sql.shuffle.partitions": "32",
     "spark.sql.autoBroadcastJoinThreshold": "-1",
-    "spark.sql.adaptive.advisoryPartitionSizeInBytes": "2k",
+    "spark.skewagg.skew.minSplitSize": "2k",
     "spark.sql.adaptive.coalescePartitions.enabled": "false",
     "spark.skewagg.skew.minPartitionSize": "4k",
 }

@@ -18,7 +18,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     jar.add_argument("--spark-version", help="pick the jar for this Spark version instead")
     sub.add_parser("spark-lines", help="print the Spark major.minor lines this build supports")
-    demo = sub.add_parser("demo", help="run a skewed aggregation with skewagg off and on")
+    demo = sub.add_parser("demo", help="run a skewed join + aggregation with skewagg off and on")
     demo.add_argument("--rows", type=int, default=None, help="rows of the fact table")
     args = parser.parse_args(argv)
 

@@ -1,47 +1,36 @@
-"""The main job (`make demo`, `python -m skewagg demo`): a skewed aggregation, skewagg off vs on.
+"""The main job (`make demo`, `python -m skewagg demo`): a skewed join + aggregation, skewagg
+off vs on, in one session.
 
-Builds a fact table where key 0 holds 30% of the rows, runs
-``fact.repartition("k").groupBy("k").agg(...)`` with skewagg off and on in one session, checks
-that the results are equal, and shows what skewagg changed in the plan and how long each took.
+``fact.join(dim, "k").groupBy("k").agg(sum("v"))`` where key 0 holds 30% of the fact rows: Spark
+shuffles on k for the join and then aggregates in the same tasks, so one task holds every row of
+key 0. The demo runs the query with skewagg off, on (the runtime skew split), and on with the
+SKEW_AGG hint (local aggregation before the join), checks the results agree, and prints the
+task-time spread of the keyed stage and the wall times.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import skewagg
+from skewagg.tasktimes import QueryTimes, TaskTimeRecorder
 
-DEFAULT_ROWS = 4_000_000
-
-
-def _timed(action: Callable[[], List[Row]]) -> Tuple[List[Row], float]:
-    start = time.perf_counter()
-    rows = action()
-    return rows, time.perf_counter() - start
+DEFAULT_ROWS = 8_000_000
+KEYS = 1_000_000
 
 
-def _plan_lines(df: DataFrame) -> List[str]:
-    """The exchange and aggregate lines of the executed plan (for adaptive plans, the final one)."""
-    plan = df._jdf.queryExecution().executedPlan().toString()  # type: ignore[operator]
-    final = plan.split("== Initial Plan ==")[0]
-    return [line for line in final.splitlines() if "Exchange" in line or "HashAggregate" in line]
+def _checksum(df: DataFrame) -> Tuple[float, float]:
+    row = df.agg(F.count(F.lit(1)), F.sum("s")).head()
+    return float(row[0]), float(row[1] or 0.0)
 
 
-def _same_results(a: List[Row], b: List[Row]) -> bool:
-    """Same keys and counts; sums equal up to a relative 1e-9 (floating-point addition order
-    differs between plans, as it does between any two Spark plans of the same query)."""
-    if len(a) != len(b):
-        return False
-    for x, y in zip(sorted(a), sorted(b)):
-        if x["k"] != y["k"] or x["n"] != y["n"]:
-            return False
-        if abs(x["s"] - y["s"]) > 1e-9 * max(abs(x["s"]), abs(y["s"]), 1.0):
-            return False
-    return True
+def _same(a: Tuple[float, float], b: Tuple[float, float]) -> bool:
+    # Floating-point sums differ in the last bits between any two plans (addition order).
+    return all(abs(x - y) <= 1e-9 * max(abs(x), abs(y), 1.0) for x, y in zip(a, b))
 
 
 def run(rows: Optional[int] = None) -> int:
@@ -49,43 +38,57 @@ def run(rows: Optional[int] = None) -> int:
     builder = (
         SparkSession.builder.master("local[*]")
         .appName("skewagg-demo")
+        .config("spark.driver.memory", "6g")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "64")
+        .config("spark.sql.autoBroadcastJoinThreshold", "-1")
+        .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
     )
     spark = skewagg.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    print(skewagg.loaded_version(spark))
-    print(f"skewagg active: {skewagg.is_active(spark)}")
+    print(skewagg.loaded_version(spark), "| active:", skewagg.is_active(spark))
 
-    fact = spark.range(n).select(
-        F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(F.col("id") % 100_000).alias("k"),
+    ids = spark.range(0, n, 1, 64)
+    hot = F.abs(F.xxhash64("id", F.lit(1))) % 10 < 3
+    fact = ids.select(
+        F.when(hot, F.lit(0)).otherwise(F.abs(F.xxhash64("id")) % KEYS).alias("k"),
         (F.col("id") % 1000 / 10.0).alias("v"),
     )
+    dim = spark.range(0, KEYS, 1, 8).select(F.col("id").alias("k"), (F.col("id") % 100).alias("attr"))
 
-    def query() -> DataFrame:
-        return fact.repartition("k").groupBy("k").agg(F.sum("v").alias("s"), F.count("*").alias("n"))
+    def query(hinted: bool) -> DataFrame:
+        df = fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s"))
+        return df.hint("skew_agg") if hinted else df
 
-    print(f"\nquery: fact.repartition('k').groupBy('k').agg(sum, count) on {n:,} rows, "
-          "key 0 holds 30% of them")
-    results = {}
-    for label, on in (("warm-up", False), ("skewagg off", False), ("skewagg on", True)):
+    print(f"\nquery: fact.join(dim, 'k').groupBy('k').agg(sum('v')), {n:,} fact rows, "
+          f"{KEYS:,} keys, key 0 holds 30% of the rows; 2 cores, adaptive execution on")
+    recorder = TaskTimeRecorder(spark)
+    variants = [("vanilla (skewagg off)", False, False), ("skewagg", True, False),
+                ("skewagg + SKEW_AGG hint", True, True)]
+    results: List[Tuple[str, Tuple[float, float], float, QueryTimes]] = []
+    _checksum(query(False))  # warm-up
+    for label, on, hinted in variants:
         (skewagg.enable if on else skewagg.disable)(spark)
-        df = query()
-        collected, seconds = _timed(df.collect)
-        results[label] = (collected, seconds, _plan_lines(df))
+        start = time.perf_counter()
+        checksum, times = recorder.measure(lambda: _checksum(query(hinted)))
+        results.append((label, checksum, time.perf_counter() - start, times))
     skewagg.enable(spark)
-
-    off_rows, off_s, off_plan = results["skewagg off"]
-    on_rows, on_s, on_plan = results["skewagg on"]
-    equal = _same_results(off_rows, on_rows)
-    print(f"results equal: {equal} ({len(on_rows):,} keys)")
-    print("\nplan with skewagg off (the user's exchange moves every row; partial and final "
-          "aggregate run after it, in the hot key's task):")
-    print("\n".join(off_plan))
-    print("\nplan with skewagg on (a partial aggregate runs before the user's exchange):")
-    print("\n".join(on_plan))
-    print(f"\nwall time, one run each after a warm-up run, on this machine: "
-          f"off {off_s:.2f} s, on {on_s:.2f} s (on/off = {on_s / off_s:.2f})")
+    recorder.close()
     spark.stop()
+
+    reference = results[0][1]
+    equal = all(_same(r[1], reference) for r in results)
+    print(f"results equal: {equal} ({int(reference[0]):,} keys)\n")
+    print(f"{'variant':<26}{'wall s':>8}{'hot task s':>12}{'median task s':>15}"
+          f"{'makespan@64 s':>15}")
+    for label, _, wall, times in results:
+        hot_stage = times.hot_stage
+        print(f"{label:<26}{wall:>8.2f}{hot_stage.max_ms / 1000:>12.2f}"
+              f"{hot_stage.median_ms / 1000:>15.3f}{times.makespan(64) / 1000:>15.2f}")
+    base_wall, base_span = results[0][2], results[0][3].makespan(64)
+    for label, _, wall, times in results[1:]:
+        print(f"\n{label}: wall time {wall / base_wall:.2f}x of vanilla on this machine; "
+              f"makespan on 64 slots {times.makespan(64) / base_span:.2f}x of vanilla")
+    print("\n(one run each after a warm-up; hot/median: the stage holding the query's longest "
+          "task; makespan@64: every stage's measured task times list-scheduled onto 64 slots)")
     return 0 if equal else 1

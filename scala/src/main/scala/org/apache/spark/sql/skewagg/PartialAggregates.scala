@@ -1,10 +1,10 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Partial, PartialMerge}
-import org.apache.spark.sql.execution.{InputAdapter, SparkPlan, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.{ExpandExec, FilterExec, InputAdapter, ProjectExec, SparkPlan, WholeStageCodegenExec}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, QueryStageExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
+import org.apache.spark.sql.execution.exchange.{EnsureRequirements, ShuffleExchangeLike}
 
 /** Recognising partial aggregates, and the exchanges above them that move only their results. */
 object PartialAggregates {
@@ -15,6 +15,14 @@ object PartialAggregates {
     case i: InputAdapter => unwrap(i.child)
     case r: AQEShuffleReadExec => unwrap(r.child)
     case s: QueryStageExec => unwrap(s.plan)
+    case other => other
+  }
+
+  /** The first node below `plan` that is not a row-local Project, Filter or Expand. */
+  def belowRowLocal(plan: SparkPlan): SparkPlan = plan match {
+    case p: ProjectExec => belowRowLocal(p.child)
+    case f: FilterExec => belowRowLocal(f.child)
+    case e: ExpandExec => belowRowLocal(e.child)
     case other => other
   }
 
@@ -37,5 +45,16 @@ object PartialAggregates {
   def isCheapExchange(plan: SparkPlan): Boolean = plan match {
     case e: ShuffleExchangeLike => isPartial(e.child)
     case _ => false
+  }
+
+  /**
+   * `rewritten` with the exchanges its distribution requirements now need, if every exchange
+   * that adds (and at least `minAdded`) is cheap; otherwise None, and the caller keeps `original`.
+   */
+  def withCheapExchanges(original: SparkPlan, rewritten: SparkPlan, minAdded: Int): Option[SparkPlan] = {
+    val ensured = EnsureRequirements(optimizeOutRepartition = false).apply(rewritten)
+    val before = original.collect { case e: ShuffleExchangeLike => e }
+    val added = ensured.collect { case e: ShuffleExchangeLike => e }.filterNot(e => before.exists(_ eq e))
+    if (added.size >= minAdded && added.forall(isCheapExchange)) Some(ensured) else None
   }
 }

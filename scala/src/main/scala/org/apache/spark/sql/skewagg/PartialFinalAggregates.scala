@@ -52,6 +52,9 @@ case class FinalAggregate(
  * other. Spark's final aggregate reads the buffers by position (they must be the last input
  * columns, right after the grouping keys), so it reads a projection of exactly
  * `grouping keys ++ buffers` of its child, which may be a join with more columns.
+ *
+ * Not gated by `spark.skewagg.enabled`: it creates no rewrite, it only plans nodes that an enabled
+ * rule put in an optimized plan, which must stay plannable if the switch flips afterwards.
  */
 case class PlanPartialAndFinalAggregates(session: SparkSession) extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {

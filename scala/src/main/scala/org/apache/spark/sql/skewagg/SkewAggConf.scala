@@ -62,6 +62,18 @@ object SkewAggConf {
       .checkValue(_ >= 0, "must not be negative")
       .createWithDefaultString("16MB"))
 
+  val SKEW_MIN_SPLIT_SIZE: ConfigEntry[Long] = listed(
+    buildConf("spark.skewagg.skew.minSplitSize")
+      .doc("A skewed shuffle partition is split into pieces of about the average size of the " +
+        "partitions that are not skewed, but no smaller than this (and never into more pieces " +
+        "than the shuffle has map tasks). Spark's skew join uses " +
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes (64MB) here, which leaves a hot " +
+        "partition below that size unsplit.")
+      .version("0.1.0")
+      .bytesConf(org.apache.spark.network.util.ByteUnit.BYTE)
+      .checkValue(_ > 0, "must be positive")
+      .createWithDefaultString("1MB"))
+
   val JOIN_SKEW_SPLIT_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.join.skewSplit.enabled")
       .doc("Adaptive execution only: when the shuffle stages of a sort-merge or shuffled-hash " +

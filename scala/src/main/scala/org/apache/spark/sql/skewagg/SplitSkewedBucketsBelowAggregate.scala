@@ -2,9 +2,8 @@ package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{ColumnarRule, ExpandExec, FileSourceScanExec, FilterExec, ProjectExec, SparkPlan}
+import org.apache.spark.sql.execution.{ColumnarRule, FileSourceScanExec, SparkPlan}
 import org.apache.spark.sql.execution.datasources.BucketingUtils
-import org.apache.spark.sql.execution.exchange.{EnsureRequirements, ShuffleExchangeLike}
 
 /**
  * Physical rule, run once the plan's exchanges are in place (adaptive: query-stage preparation;
@@ -42,11 +41,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
             plain
         }
     }
-    val withExchanges = EnsureRequirements(optimizeOutRepartition = false).apply(unbucketed)
-    val before = plan.collect { case e: ShuffleExchangeLike => e }
-    val added = withExchanges.collect { case e: ShuffleExchangeLike => e }
-      .filterNot(e => before.exists(_ eq e))
-    if (added.nonEmpty && added.forall(isCheapExchange)) withExchanges else plan
+    withCheapExchanges(plan, unbucketed, minAdded = 1).getOrElse(plan)
   }
 
   private def skewedBucketedScanBelow(plan: SparkPlan): Option[FileSourceScanExec] = plan match {
@@ -57,10 +52,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     case _ => None
   }
 
-  private def scanBelow(plan: SparkPlan): Option[FileSourceScanExec] = plan match {
-    case p: ProjectExec => scanBelow(p.child)
-    case f: FilterExec => scanBelow(f.child)
-    case e: ExpandExec => scanBelow(e.child)
+  private def scanBelow(plan: SparkPlan): Option[FileSourceScanExec] = belowRowLocal(plan) match {
     case s: FileSourceScanExec if s.bucketedScan => Some(s)
     case _ => None
   }

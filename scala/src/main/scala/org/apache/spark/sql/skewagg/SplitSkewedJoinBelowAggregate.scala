@@ -3,9 +3,9 @@ package org.apache.spark.sql.skewagg
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{ExpandExec, FilterExec, ProjectExec, SortExec, SparkPlan}
+import org.apache.spark.sql.execution.{SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{OptimizeSkewedJoin, ShuffleQueryStageExec}
-import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, EnsureRequirements, ShuffleExchangeLike}
+import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, EnsureRequirements}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
 
@@ -46,12 +46,8 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     val split = plan.transformDown {
       case partial if isCandidate(partial) => splitJoinBelow(partial)
     }
-    if (split.fastEquals(plan)) return plan
-    val withExchanges = EnsureRequirements(optimizeOutRepartition = false).apply(split)
-    val before = plan.collect { case e: ShuffleExchangeLike => e }
-    val added = withExchanges.collect { case e: ShuffleExchangeLike => e }
-      .filterNot(e => before.exists(_ eq e))
-    if (added.forall(isCheapExchange)) withExchanges else plan
+    if (split.fastEquals(plan)) plan
+    else withCheapExchanges(plan, split, minAdded = 0).getOrElse(plan)
   }
 
   /** A partial aggregate reading a not-yet-split shuffled join whose inputs show skew. */
@@ -61,10 +57,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     case _ => false
   }
 
-  private def joinBelow(plan: SparkPlan): Option[ShuffledJoin] = plan match {
-    case p: ProjectExec => joinBelow(p.child)
-    case f: FilterExec => joinBelow(f.child)
-    case e: ExpandExec => joinBelow(e.child)
+  private def joinBelow(plan: SparkPlan): Option[ShuffledJoin] = belowRowLocal(plan) match {
     case j: ShuffledJoin if !j.isSkewJoin => Some(j)
     case _ => None
   }
@@ -84,6 +77,9 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     thresholds.setConf(SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR, conf.getConf(SkewAggConf.SKEW_FACTOR))
     thresholds.setConf(SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD,
       conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
+    // Spark splits into pieces of max(advisory size, average non-skewed partition).
+    thresholds.setConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES,
+      conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE))
     // The subtree under a partial aggregate has no distribution requirement, so Spark's rule
     // accepts the split without forcing; the exchange above the partial is added by the caller.
     SQLConf.withExistingConf(thresholds) {

@@ -18,7 +18,9 @@ class KillSwitchSuite extends SkewAggSuiteBase {
       (s => fact(s).repartition(5, col("k")).groupBy("k").agg(countDistinct("v"), max("v"))),
     "join + groupBy" -> (s => fact(s).join(fact(s).select(col("k"), col("v").as("w")), "k")
       .groupBy("k").agg(sum("v"))),
-    "plain groupBy" -> (s => fact(s).groupBy("k").agg(avg("v"))))
+    "plain groupBy" -> (s => fact(s).groupBy("k").agg(avg("v"))),
+    "hinted join + groupBy" -> (s => fact(s).join(fact(s).select(col("k"), col("v").as("w")), "k")
+      .groupBy("k").agg(sum("v")).hint("skew_agg")))
 
   private def plannedWith(s: SparkSession, query: SparkSession => DataFrame): SparkPlan =
     query(s).queryExecution.executedPlan match {
@@ -41,7 +43,7 @@ class KillSwitchSuite extends SkewAggSuiteBase {
         assert(samePlan, s"\nskewagg off:\n$actual\nvanilla:\n$expected")
       }
       // And the switch is not vacuous: with skewagg on, the repartition queries plan differently.
-      if (name.startsWith("repartition")) {
+      if (name.startsWith("repartition") || name.startsWith("hinted")) {
         withSQLConf(conf: _*) {
           val changed = plannedWith(spark, query).canonicalized != expected.canonicalized
           assert(changed)

@@ -27,7 +27,7 @@ object SkewTestData {
   val conf: Seq[(String, String)] = Seq(
     SQLConf.SHUFFLE_PARTITIONS.key -> "32",
     SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
-    SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES.key -> "2k",
+    SkewAggConf.SKEW_MIN_SPLIT_SIZE.key -> "2k",
     SQLConf.COALESCE_PARTITIONS_ENABLED.key -> "false",
     SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "4k")
 }

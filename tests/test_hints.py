@@ -1,0 +1,72 @@
+"""SKEW_AGG / NO_SKEW_AGG hints from SQL and DataFrames."""
+
+import re
+
+import pytest
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from conftest import differential
+
+# A partial aggregate below a join's input exchange: local aggregation before the join.
+PARTIAL_BELOW_JOIN = re.compile(
+    r"Exchange hashpartitioning\([^\n]*ENSURE_REQUIREMENTS[^\n]*\n[ +\-:|*()0-9]*"
+    r"HashAggregate\(keys=[^\n]*functions=\[partial_sum"
+)
+
+
+def fact(spark: SparkSession) -> DataFrame:
+    return spark.range(0, 6000).select(
+        F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(F.col("id") % 300).alias("k"),
+        (F.col("id") / 3.0).alias("v"),
+    )
+
+
+def dim(spark: SparkSession) -> DataFrame:
+    # Keys below 100 appear twice: each fact row joins twice, so sums double.
+    base = spark.range(0, 300).select(F.col("id").alias("k"), (F.col("id") % 7).alias("attr"))
+    return base.union(base.where(F.col("k") < 100))
+
+
+@pytest.fixture
+def no_broadcast(spark: SparkSession):
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    yield
+    spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
+@pytest.mark.usefixtures("no_broadcast")
+def test_dataframe_hint_aggregates_before_the_join(spark: SparkSession) -> None:
+    plans = differential(
+        spark,
+        lambda s: fact(s).join(dim(s), "k").groupBy("k", "attr")
+        .agg(F.sum("v").alias("s"), F.count("*").alias("n")).hint("skew_agg"),
+    )
+    for adaptive in (False, True):
+        assert PARTIAL_BELOW_JOIN.search(plans[(True, adaptive)]), plans[(True, adaptive)]
+        assert not PARTIAL_BELOW_JOIN.search(plans[(False, adaptive)])
+
+
+@pytest.mark.usefixtures("no_broadcast")
+def test_sql_hint_aggregates_before_the_join(spark: SparkSession) -> None:
+    fact(spark).createOrReplaceTempView("hint_fact")
+    dim(spark).createOrReplaceTempView("hint_dim")
+    plans = differential(
+        spark,
+        lambda s: s.sql(
+            "SELECT /*+ SKEW_AGG(k) */ f.k, sum(f.v) AS s FROM hint_fact f "
+            "JOIN hint_dim d ON f.k = d.k GROUP BY f.k"
+        ),
+    )
+    assert PARTIAL_BELOW_JOIN.search(plans[(True, True)]), plans[(True, True)]
+
+
+def test_hint_naming_a_missing_column_is_an_analysis_error(spark: SparkSession) -> None:
+    with pytest.raises(AnalysisException, match="SKEW_AGG hint names column `nope`"):
+        fact(spark).groupBy("k").agg(F.sum("v")).hint("skew_agg", "nope").collect()
+
+
+def test_hint_without_an_aggregate_is_an_analysis_error(spark: SparkSession) -> None:
+    with pytest.raises(AnalysisException, match="must be placed on an aggregate"):
+        fact(spark).hint("skew_agg").collect()
