@@ -51,6 +51,9 @@ def test_skewed_join_then_group_by_is_split(spark: SparkSession) -> None:
         spark, lambda s: fact(s, True).join(dim(s), "k").groupBy("k").agg(F.sum("v"), F.count("*"))
     )
     assert "SortMergeJoin(skew=true)" in plans[(True, True)], plans[(True, True)]
+    assert "SkewAggLocalStage [skew split of the join below the aggregate: partition" in plans[
+        (True, True)
+    ]
     assert "skew=true" not in plans[(False, True)]
     assert "skew=true" not in plans[(True, False)]
 

@@ -9,7 +9,7 @@ from conftest import differential
 
 # An exchange the user asked for, directly above a partial aggregate.
 PARTIAL_BELOW_USER_EXCHANGE = re.compile(
-    r"Exchange hashpartitioning\([^\n]*REPARTITION_BY_(COL|NUM)[^\n]*\n[ +\-:|*()0-9]*"
+    r"Exchange hashpartitioning\([^\n]*REPARTITION_BY_(COL|NUM)[^\n]*\n(?:[^\n]*SkewAggLocalStage[^\n]*\n)?[ +\-:|*()0-9]*"
     r"(Hash|ObjectHash|Sort)Aggregate\(keys=[^\n]*functions=\[partial_"
 )
 
@@ -22,24 +22,28 @@ def skewed(spark: SparkSession) -> DataFrame:
     )
 
 
-def test_repartition_then_group_by_is_rewritten(spark: SparkSession) -> None:
+def test_hinted_repartition_then_group_by_aggregates_before_the_shuffle(spark: SparkSession) -> None:
     plans = differential(
         spark,
         lambda s: skewed(s).repartition("k").groupBy("k").agg(
             F.sum("v"), F.count("*"), F.avg("v"), F.countDistinct("i")
-        ),
+        ).hint("skew_agg"),
     )
     for adaptive in (False, True):
         assert not PARTIAL_BELOW_USER_EXCHANGE.search(plans[(False, adaptive)])
         assert PARTIAL_BELOW_USER_EXCHANGE.search(plans[(True, adaptive)]), plans[(True, adaptive)]
+        assert "SkewAggLocalStage [partial aggregate before the user's repartition]" in plans[
+            (True, adaptive)
+        ]
 
 
-def test_sql_distribute_by_is_rewritten(spark: SparkSession) -> None:
+def test_hinted_sql_distribute_by_aggregates_before_the_shuffle(spark: SparkSession) -> None:
     skewed(spark).createOrReplaceTempView("skewed_py")
     plans = differential(
         spark,
         lambda s: s.sql(
-            "SELECT k, sum(v) AS s FROM (SELECT * FROM skewed_py DISTRIBUTE BY k) GROUP BY k"
+            "SELECT /*+ SKEW_AGG */ k, sum(v) AS s "
+            "FROM (SELECT * FROM skewed_py DISTRIBUTE BY k) GROUP BY k"
         ),
     )
     for adaptive in (False, True):
@@ -48,7 +52,26 @@ def test_sql_distribute_by_is_rewritten(spark: SparkSession) -> None:
 
 def test_repartition_on_another_column_is_left_alone(spark: SparkSession) -> None:
     plans = differential(
-        spark, lambda s: skewed(s).repartition("i").groupBy("k").agg(F.sum("v"))
+        spark, lambda s: skewed(s).repartition("i").groupBy("k").agg(F.sum("v")).hint("skew_agg")
     )
     for adaptive in (False, True):
         assert not PARTIAL_BELOW_USER_EXCHANGE.search(plans[(True, adaptive)])
+
+
+def test_skewed_repartition_is_split_at_run_time_without_a_hint(spark: SparkSession) -> None:
+    settings = {"spark.sql.shuffle.partitions": "32", "spark.skewagg.skew.minPartitionSize": "1k",
+                "spark.skewagg.skew.minSplitSize": "1k",
+                "spark.sql.adaptive.coalescePartitions.enabled": "false"}
+    saved = {k: spark.conf.get(k, None) for k in settings}
+    try:
+        for k, v in settings.items():
+            spark.conf.set(k, v)
+        plans = differential(
+            spark, lambda s: skewed(s).repartition("k").groupBy("k").agg(F.sum("v"), F.count("*"))
+        )
+    finally:
+        for k, v in saved.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+    assert "SkewAggLocalStage [skewed repartition read in splits: partition" in plans[(True, True)]
+    assert "SkewAggLocalStage" not in plans[(True, False)]
+    assert not PARTIAL_BELOW_USER_EXCHANGE.search(plans[(False, True)])

@@ -12,7 +12,7 @@ from subprocesses import child_env, report, spark_submit
 
 EXPECTED_TOTAL = sum(range(20000))
 PARTIAL_BELOW_USER_EXCHANGE = re.compile(
-    r"REPARTITION_BY_COL[^\n]*\n[ +\-:|*()0-9]*HashAggregate\(keys=[^\n]*functions=\[partial_sum"
+    r"REPARTITION_BY_COL[^\n]*\n(?:[^\n]*SkewAggLocalStage[^\n]*\n)?[ +\-:|*()0-9]*HashAggregate\(keys=[^\n]*functions=\[partial_sum"
 )
 
 

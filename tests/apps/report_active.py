@@ -20,6 +20,7 @@ if report["loaded"]:
         .repartition("k")
         .groupBy("k")
         .agg(F.sum("v").alias("s"))
+        .hint("skew_agg")
     )
     report["total"] = df.agg(F.sum("s")).head()[0]
     report["plan"] = df._jdf.queryExecution().executedPlan().toString()

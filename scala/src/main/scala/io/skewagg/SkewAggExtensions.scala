@@ -27,8 +27,10 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectPreCBORule(LocalAggregateBeforeJoin)
     // Physical planning: the partial and final aggregates that local aggregation creates.
     extensions.injectPlannerStrategy(PlanPartialAndFinalAggregates)
-    // Physical planning: partial aggregate below a user repartition on the grouping keys.
+    // Physical planning: partial aggregate below a user repartition, for SKEW_AGG-hinted aggregates.
     extensions.injectPlannerStrategy(PartialAggregateBeforeRepartition)
+    // Adaptive query-stage preparation: split a skewed user repartition below an aggregate.
+    extensions.injectQueryStagePrepRule(SplitSkewedShuffleBelowAggregate(_))
     // Adaptive query-stage preparation: split a skewed join below an aggregate, exchange partials.
     extensions.injectQueryStagePrepRule(SplitSkewedJoinBelowAggregate(_))
     // Adaptive query-stage preparation: read skewed buckets unbucketed below an aggregate.

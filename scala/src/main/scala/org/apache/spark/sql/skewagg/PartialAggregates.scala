@@ -15,6 +15,7 @@ object PartialAggregates {
     case i: InputAdapter => unwrap(i.child)
     case r: AQEShuffleReadExec => unwrap(r.child)
     case s: QueryStageExec => unwrap(s.plan)
+    case m: SkewAggLocalStageExec => unwrap(m.child)
     case other => other
   }
 

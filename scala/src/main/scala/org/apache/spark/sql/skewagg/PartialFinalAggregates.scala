@@ -61,7 +61,9 @@ case class PlanPartialAndFinalAggregates(session: SparkSession) extends SparkStr
     case PartialAggregate(grouping, aggregates, child) =>
       val planned = AggUtils.planAggregateWithoutDistinct(
         normalize(grouping), aggregates, grouping.map(_.toAttribute), planLater(child))
-      planned.headOption.map(_.children.head).toSeq
+      planned.headOption.map { finalAgg =>
+        SkewAggLocalStageExec.mark(finalAgg.children.head, "partial aggregate before the join")
+      }.toSeq
     case FinalAggregate(grouping, aggregates, result, child) =>
       val planned = AggUtils.planAggregateWithoutDistinct(
         normalize(grouping), aggregates, result, PlanLater(child))

@@ -34,11 +34,11 @@ object SkewAggConf {
 
   val REPARTITION_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.repartition.enabled")
-      .doc("Aggregate partially before a user repartition (`repartition(k)`, `DISTRIBUTE BY k`) " +
-        "whose keys are among the aggregate's grouping keys, so the shuffle moves one partial " +
-        "row per key and map task instead of every row. Never moves more rows than the plan " +
-        "it replaces, so it applies without skew detection. The user's output partitioning is " +
-        "kept.")
+      .doc("Aggregates above a user repartition (`repartition(k)`, `DISTRIBUTE BY k`) on " +
+        "grouping keys: with adaptive execution, when the repartition's shuffle has skewed " +
+        "partitions, read them in splits, aggregate partially per split and exchange the " +
+        "partials with the user's own partitioning; with the SKEW_AGG hint, aggregate " +
+        "partially before the user's shuffle. The user's output partitioning is kept.")
       .version("0.1.0")
       .booleanConf
       .createWithDefault(true))

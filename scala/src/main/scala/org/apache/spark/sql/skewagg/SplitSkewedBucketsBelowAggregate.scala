@@ -34,12 +34,16 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     }
     val unbucketed = plan.transformDown {
       case partial if skewedBucketedScanBelow(partial).isDefined =>
-        partial.transformDown {
+        val skew = SkewedPartitions.find(bucketSizes(skewedBucketedScanBelow(partial).get), conf)
+        val reason = if (skew.nonEmpty) SkewAggLocalStageExec.describe("bucket", skew)
+          else "SKEW_AGG hint"
+        val plain = partial.transformDown {
           case scan: FileSourceScanExec if scan.bucketedScan =>
             val plain = scan.copy(disableBucketedScan = true)
             scan.logicalLink.foreach(plain.setLogicalLink)
             plain
         }
+        SkewAggLocalStageExec.mark(plain, s"skewed buckets read unbucketed: $reason", skew.skewed.size)
     }
     withCheapExchanges(plan, unbucketed, minAdded = 1).getOrElse(plan)
   }

@@ -23,7 +23,8 @@ import org.apache.spark.sql.internal.SQLConf
  * OptimizeSkewedJoin applied to the subtree, under skewagg's thresholds), the partial aggregate
  * running on each split, and an exchange on the grouping keys between partial and final
  * aggregate. That exchange moves one row per key and split, which
- * [[io.skewagg.SkewAggCostEvaluator]] knows to be cheap.
+ * [[io.skewagg.SkewAggCostEvaluator]] knows to be cheap. The partial aggregate is marked with a
+ * [[SkewAggLocalStageExec]] naming the skewed partition.
  *
  * Refuses when skewagg or `spark.skewagg.join.skewSplit.enabled` is off, the aggregate has the
  * NO_SKEW_AGG hint, no partition is skewed,
@@ -44,7 +45,18 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
       return plan
     }
     val split = plan.transformDown {
-      case partial if isCandidate(partial) => splitJoinBelow(partial)
+      case partial if isCandidate(partial) =>
+        val split = splitJoinBelow(partial)
+        if (split.fastEquals(partial)) {
+          partial // nothing splittable (e.g. the skewed side of an outer join): leave it
+        } else {
+          val skew = joinBelow(partial.children.head).toSeq.flatMap(_.children).flatMap(skewOf)
+            .maxBy(_.skewed.map(_._2).max)
+          SkewAggLocalStageExec.mark(split,
+            "skew split of the join below the aggregate: " +
+              SkewAggLocalStageExec.describe("partition", skew),
+            skew.skewed.size)
+        }
     }
     if (split.fastEquals(plan)) plan
     else withCheapExchanges(plan, split, minAdded = 0).getOrElse(plan)
@@ -62,12 +74,15 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     case _ => None
   }
 
-  private def isSkewedStage(plan: SparkPlan): Boolean = plan match {
-    case s: SortExec => isSkewedStage(s.child)
+  private def isSkewedStage(plan: SparkPlan): Boolean = skewOf(plan).isDefined
+
+  /** The skewed partitions of a materialized join input stage, if it has any. */
+  private def skewOf(plan: SparkPlan): Option[SkewedPartitions] = plan match {
+    case s: SortExec => skewOf(s.child)
     case s: ShuffleQueryStageExec if s.isMaterialized && s.mapStats.isDefined &&
         s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
-      SkewedPartitions.find(s.mapStats.get.bytesByPartitionId, conf).nonEmpty
-    case _ => false
+      Some(SkewedPartitions.find(s.mapStats.get.bytesByPartitionId, conf)).filter(_.nonEmpty)
+    case _ => None
   }
 
   /** Spark's skew-join split of the join under `partial`, with skewagg's thresholds. */

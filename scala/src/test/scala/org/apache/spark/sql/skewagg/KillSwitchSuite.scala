@@ -13,9 +13,10 @@ class KillSwitchSuite extends SkewAggSuiteBase {
     s.range(0, 2000).select((col("id") % 13).as("k"), col("id").cast("double").as("v"))
 
   private val queries: Seq[(String, SparkSession => DataFrame)] = Seq(
-    "repartition + groupBy" -> (s => fact(s).repartition(col("k")).groupBy("k").agg(sum("v"))),
-    "repartition(n) + distinct" ->
-      (s => fact(s).repartition(5, col("k")).groupBy("k").agg(countDistinct("v"), max("v"))),
+    "repartition + groupBy" ->
+      (s => fact(s).repartition(col("k")).groupBy("k").agg(sum("v")).hint("skew_agg")),
+    "repartition(n) + distinct" -> (s => fact(s).repartition(5, col("k")).groupBy("k")
+      .agg(countDistinct("v"), max("v")).hint("skew_agg")),
     "join + groupBy" -> (s => fact(s).join(fact(s).select(col("k"), col("v").as("w")), "k")
       .groupBy("k").agg(sum("v"))),
     "plain groupBy" -> (s => fact(s).groupBy("k").agg(avg("v"))),

@@ -1,0 +1,79 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, ExprCode}
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning
+import org.apache.spark.sql.execution.{CodegenSupport, SQLExecution, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+
+/**
+ * Marks, in the executed plan and the Spark UI, the local (partial) stage of an aggregate that a
+ * skewagg rule rewrote: it sits directly above that partial aggregate, passes its rows through
+ * unchanged (inside whole-stage codegen), counts them, and names the rewrite with the numbers it
+ * was decided on, e.g. `SkewAggLocalStage [skew split of the join below the aggregate: partition
+ * 17 is 42.8 MiB, 54x the median 800.0 KiB]`.
+ */
+case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartitions: Int = 0)
+  extends UnaryExecNode with CodegenSupport {
+
+  override def output: Seq[Attribute] = child.output
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override def outputOrdering: Seq[SortOrder] = child.outputOrdering
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "rows out of the local stage"),
+    "skewedPartitions" -> SQLMetrics.createMetric(sparkContext, "skewed partitions found"))
+
+  override def simpleString(maxFields: Int): String = s"SkewAggLocalStage [$rewrite]"
+  override def nodeName: String = "SkewAggLocalStage"
+
+  /** The planning-time numbers, posted once per execution as driver-side metrics. */
+  private def postDriverMetrics(): Unit = {
+    val metric = longMetric("skewedPartitions")
+    metric.set(skewedPartitions.toLong)
+    val executionId = sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY)
+    SQLMetrics.postDriverMetricUpdates(sparkContext, executionId, Seq(metric))
+  }
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    postDriverMetrics()
+    val rows = longMetric("numOutputRows")
+    child.execute().mapPartitionsInternal { it => it.map { r => rows += 1; r } }
+  }
+
+  override def inputRDDs(): Seq[RDD[InternalRow]] = {
+    postDriverMetrics()
+    child.asInstanceOf[CodegenSupport].inputRDDs()
+  }
+
+  override protected def doProduce(ctx: CodegenContext): String =
+    child.asInstanceOf[CodegenSupport].produce(ctx, this)
+
+  override def doConsume(ctx: CodegenContext, input: Seq[ExprCode], row: ExprCode): String = {
+    val rows = metricTerm(ctx, "numOutputRows")
+    s"$rows.add(1);\n${consume(ctx, input)}"
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): SkewAggLocalStageExec =
+    copy(child = newChild)
+}
+
+object SkewAggLocalStageExec {
+  /** `plan` (a partial aggregate) under a local-stage marker, unless already marked. */
+  def mark(plan: SparkPlan, rewrite: String, skewedPartitions: Int = 0): SparkPlan = plan match {
+    case marked: SkewAggLocalStageExec => marked
+    case other => SkewAggLocalStageExec(other, rewrite, skewedPartitions)
+  }
+
+  /** "partition 17 is 42.8 MiB, 54x the median 800.0 KiB" for the largest skewed partition. */
+  def describe(what: String, skew: SkewedPartitions): String = skew.skewed.sortBy(-_._2).headOption
+    .map { case (id, size) =>
+      val ratio = if (skew.medianSize > 0) f"${size.toDouble / skew.medianSize}%.0fx" else "many times"
+      val more = if (skew.skewed.size > 1) s" (and ${skew.skewed.size - 1} more skewed)" else ""
+      s"$what $id is ${bytes(size)}, $ratio the median ${bytes(skew.medianSize)}$more"
+    }.getOrElse(s"no skewed $what")
+
+  def bytes(n: Long): String = org.apache.spark.util.Utils.bytesToString(n)
+}
