@@ -12,8 +12,10 @@ and UNIFORM data, with four variants side by side in one session:
 
 Per run it records wall time and, from every task of the query, the hot stage's longest and
 median task and the simulated makespan on 64 and 512 slots (tasks list-scheduled; see
-skewagg.tasktimes). Variants alternate within each repeat so drift hits all alike; the median wall
-time over the repeats is reported. Every run's result checksum must equal vanilla's.
+skewagg.tasktimes), and whether skewagg rewrote the plan. Variants alternate within each repeat,
+in an order rotated between repeats, after a JVM garbage collection, so drift and the previous
+run's garbage hit all alike; the median wall time over the repeats is reported. Every run's
+result checksum must equal vanilla's.
 """
 
 from __future__ import annotations
@@ -155,10 +157,13 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
     }
 
 
-def checksum(df: DataFrame) -> List[float]:
-    """Rows and sum of the aggregate column, computed on the cluster (nothing large collected)."""
-    row = df.agg(F.count(F.lit(1)), F.sum("s")).head()
-    return [float(row[0]), float(row[1] or 0.0)]
+def checksum(df: DataFrame) -> tuple:
+    """Rows and sum of the aggregate column, computed on the cluster (nothing large collected),
+    and whether skewagg rewrote the plan (a SkewAggLocalStage in the executed plan)."""
+    totals = df.agg(F.count(F.lit(1)), F.sum("s"))
+    row = totals.collect()[0]  # not head(): that runs a new limit query, not this plan
+    plan = totals._jdf.queryExecution().executedPlan().toString()
+    return [float(row[0]), float(row[1] or 0.0)], "SkewAggLocalStage" in plan
 
 
 def run_once(spark: SparkSession, recorder: TaskTimeRecorder, variant: str,
@@ -173,13 +178,15 @@ def run_once(spark: SparkSession, recorder: TaskTimeRecorder, variant: str,
         query = lambda: queries["query"]().hint("skew_agg")  # noqa: E731
     else:
         query = queries["query"]
+    spark.sparkContext._jvm.System.gc()  # the previous variant's garbage is not this one's cost
     start = time.perf_counter()
-    result, times = recorder.measure(lambda: checksum(query()))
+    (result, rewritten), times = recorder.measure(lambda: checksum(query()))
     wall = time.perf_counter() - start
     hot = times.hot_stage
     return {
         "wall_s": wall,
         "checksum": result,
+        "rewritten": rewritten,
         "hot_task_ms": hot.max_ms,
         "median_task_ms": hot.median_ms,
         "hot_stage_tasks": len(hot.durations_ms),
@@ -223,8 +230,10 @@ def main(argv: List[str] | None = None) -> int:
             queries = scenario_queries(fact, dim, bucketed)[scenario]
             runs: Dict[str, List[dict]] = {v: [] for v in variants}
             run_once(spark, recorder, "vanilla", queries)  # warm-up: file listing, JIT
-            for _ in range(args.repeats):
-                for variant in variants:
+            for repeat in range(args.repeats):
+                # Rotate the order so no variant always follows the same one.
+                shift = repeat % len(variants)
+                for variant in variants[shift:] + variants[:shift]:
                     runs[variant].append(run_once(spark, recorder, variant, queries))
             reference = runs[variants[0]][0]["checksum"]
             for variant in variants:
@@ -263,7 +272,8 @@ def render(report: dict) -> str:
         "",
         f"Measured {report['when']} on {report['machine']} (2 cores), "
         f"{report['rows']:,} fact rows, median wall time of {report['repeats']} runs per "
-        "variant, variants alternating within each repeat. SKEWED: key 0 holds 30% of the "
+        "variant, variants alternating within each repeat (order rotated between repeats, "
+        "a JVM GC before each run). SKEWED: key 0 holds 30% of the "
         "rows, the rest uniform over 1M keys; UNIFORM: all uniform. Adaptive execution on, 200 "
         "shuffle partitions, partition coalescing and broadcast joins off.",
         "",
@@ -272,16 +282,19 @@ def render(report: dict) -> str:
         "slots, summed over stages: what the same tasks would take on N cores.",
         "",
         "| scenario | data | variant | wall s | vs vanilla | hot task ms | median task ms "
-        "| makespan@64 s | makespan@512 s | equal |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| makespan@64 s | makespan@512 s | rewritten | equal |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        r.setdefault("rewritten", None)
         vanilla = by.get((r["scenario"], r["data"], "vanilla"))
         ratio = f"{r['wall_s'] / vanilla['wall_s']:.2f}" if vanilla else ""
         lines.append(
             f"| {r['scenario']} | {r['data']} | {r['variant']} | {r['wall_s']:.2f} | {ratio} "
             f"| {r['hot_task_ms']} | {r['median_task_ms']:.0f} | {r['makespan64_ms'] / 1000:.2f} "
-            f"| {r['makespan512_ms'] / 1000:.2f} | {'yes' if r['equal_to_vanilla'] else 'NO'} |")
+            f"| {r['makespan512_ms'] / 1000:.2f} "
+            f"| {'?' if r['rewritten'] is None else 'yes' if r['rewritten'] else ''} "
+            f"| {'yes' if r['equal_to_vanilla'] else 'NO'} |")
     lines += ["", "Makespan@64, SKEWED / UNIFORM:", "",
               "| scenario | variant | skewed / uniform |", "|---|---|---|"]
     for (scenario, data, variant), r in by.items():

@@ -23,9 +23,15 @@ DEFAULT_ROWS = 8_000_000
 KEYS = 1_000_000
 
 
-def _checksum(df: DataFrame) -> Tuple[float, float]:
-    row = df.agg(F.count(F.lit(1)), F.sum("s")).head()
-    return float(row[0]), float(row[1] or 0.0)
+def _checksum(df: DataFrame) -> Tuple[Tuple[float, float], List[str]]:
+    """Rows and sum of the result, computed on the cluster; and the plan's skewagg markers."""
+    totals = df.agg(F.count(F.lit(1)), F.sum("s"))
+    row = totals.collect()[0]  # not head(): that runs a new limit query, not this plan
+    plan = totals._jdf.queryExecution().executedPlan().toString()  # type: ignore[operator]
+    final = plan.split("== Initial Plan ==")[0]
+    markers = [line.strip(" +-:*()0123456789") for line in final.splitlines()
+               if "SkewAggLocalStage" in line]
+    return (float(row[0]), float(row[1] or 0.0)), markers
 
 
 def _same(a: Tuple[float, float], b: Tuple[float, float]) -> bool:
@@ -65,13 +71,13 @@ def run(rows: Optional[int] = None) -> int:
     recorder = TaskTimeRecorder(spark)
     variants = [("vanilla (skewagg off)", False, False), ("skewagg", True, False),
                 ("skewagg + SKEW_AGG hint", True, True)]
-    results: List[Tuple[str, Tuple[float, float], float, QueryTimes]] = []
+    results: List[Tuple[str, Tuple[float, float], float, QueryTimes, List[str]]] = []
     _checksum(query(False))  # warm-up
     for label, on, hinted in variants:
         (skewagg.enable if on else skewagg.disable)(spark)
         start = time.perf_counter()
-        checksum, times = recorder.measure(lambda: _checksum(query(hinted)))
-        results.append((label, checksum, time.perf_counter() - start, times))
+        (checksum, markers), times = recorder.measure(lambda: _checksum(query(hinted)))
+        results.append((label, checksum, time.perf_counter() - start, times, markers))
     skewagg.enable(spark)
     recorder.close()
     spark.stop()
@@ -81,14 +87,16 @@ def run(rows: Optional[int] = None) -> int:
     print(f"results equal: {equal} ({int(reference[0]):,} keys)\n")
     print(f"{'variant':<26}{'wall s':>8}{'hot task s':>12}{'median task s':>15}"
           f"{'makespan@64 s':>15}")
-    for label, _, wall, times in results:
+    for label, _, wall, times, _ in results:
         hot_stage = times.hot_stage
         print(f"{label:<26}{wall:>8.2f}{hot_stage.max_ms / 1000:>12.2f}"
               f"{hot_stage.median_ms / 1000:>15.3f}{times.makespan(64) / 1000:>15.2f}")
     base_wall, base_span = results[0][2], results[0][3].makespan(64)
-    for label, _, wall, times in results[1:]:
+    for label, _, wall, times, markers in results[1:]:
         print(f"\n{label}: wall time {wall / base_wall:.2f}x of vanilla on this machine; "
               f"makespan on 64 slots {times.makespan(64) / base_span:.2f}x of vanilla")
+        for marker in markers:
+            print(f"  in the plan: {marker}")
     print("\n(one run each after a warm-up; hot/median: the stage holding the query's longest "
           "task; makespan@64: every stage's measured task times list-scheduled onto 64 slots)")
     return 0 if equal else 1

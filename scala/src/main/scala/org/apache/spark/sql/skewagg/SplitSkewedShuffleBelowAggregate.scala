@@ -40,8 +40,15 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
       case partial if isCandidate(partial) =>
         userStageBelow(partial).flatMap { stage =>
           splitRead(partial, stage).map { local =>
-            // The user's partitioning, partition count and origin: output partitioned as asked.
-            ShuffleExchangeExec(stage.shuffle.outputPartitioning, local,
+            // The user's partitioning and origin: output partitioned as asked. A partition count
+            // the user gave (repartition(n, k)) is kept; the default one is raised above the
+            // bypass-merge threshold like every cheap exchange (PartialAggregates).
+            val partitioning = stage.shuffle.outputPartitioning match {
+              case h: HashPartitioning if stage.shuffle.shuffleOrigin == REPARTITION_BY_COL =>
+                h.copy(numPartitions = cheapExchangePartitions(h.numPartitions))
+              case other => other
+            }
+            ShuffleExchangeExec(partitioning, local,
               stage.shuffle.shuffleOrigin, stage.shuffle.advisoryPartitionSize)
           }
         }.getOrElse(partial)
