@@ -33,7 +33,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import skewagg
-from skewagg.tasktimes import QueryTimes, TaskTimeRecorder
+from skewagg.demo import result_checksum, same_result
+from skewagg.tasktimes import TaskTimeRecorder
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "benchmarks" / "work"
@@ -157,15 +158,6 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
     }
 
 
-def checksum(df: DataFrame) -> tuple:
-    """Rows and sum of the aggregate column, computed on the cluster (nothing large collected),
-    and whether skewagg rewrote the plan (a SkewAggLocalStage in the executed plan)."""
-    totals = df.agg(F.count(F.lit(1)), F.sum("s"))
-    row = totals.collect()[0]  # not head(): that runs a new limit query, not this plan
-    plan = totals._jdf.queryExecution().executedPlan().toString()
-    return [float(row[0]), float(row[1] or 0.0)], "SkewAggLocalStage" in plan
-
-
 def run_once(spark: SparkSession, recorder: TaskTimeRecorder, variant: str,
              queries: Dict[str, Callable[[], DataFrame]]) -> dict:
     for key in RESET_KEYS:
@@ -180,12 +172,13 @@ def run_once(spark: SparkSession, recorder: TaskTimeRecorder, variant: str,
         query = queries["query"]
     spark.sparkContext._jvm.System.gc()  # the previous variant's garbage is not this one's cost
     start = time.perf_counter()
-    (result, rewritten), times = recorder.measure(lambda: checksum(query()))
+    (result, markers), times = recorder.measure(lambda: result_checksum(query()))
+    rewritten = bool(markers)
     wall = time.perf_counter() - start
     hot = times.hot_stage
     return {
         "wall_s": wall,
-        "checksum": result,
+        "checksum": list(result),
         "rewritten": rewritten,
         "hot_task_ms": hot.max_ms,
         "median_task_ms": hot.median_ms,
@@ -193,10 +186,6 @@ def run_once(spark: SparkSession, recorder: TaskTimeRecorder, variant: str,
         "makespan64_ms": times.makespan(64),
         "makespan512_ms": times.makespan(512),
     }
-
-
-def same(a: List[float], b: List[float]) -> bool:
-    return all(abs(x - y) <= 1e-9 * max(abs(x), abs(y), 1.0) for x, y in zip(a, b))
 
 
 def main(argv: List[str] | None = None) -> int:
@@ -242,7 +231,7 @@ def main(argv: List[str] | None = None) -> int:
                     "scenario": scenario, "data": data, "variant": variant,
                     "wall_s": statistics.median(r["wall_s"] for r in runs[variant]),
                     "wall_s_runs": [round(r["wall_s"], 3) for r in runs[variant]],
-                    "equal_to_vanilla": all(same(r["checksum"], reference) for r in runs[variant]),
+                    "equal_to_vanilla": all(same_result(r["checksum"], reference) for r in runs[variant]),
                     **{k: v for k, v in last.items() if k not in ("wall_s", "checksum")},
                 }
                 results.append(entry)

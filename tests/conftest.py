@@ -3,6 +3,8 @@ spark.jars and spark.sql.extensions are read only when the first SparkContext st
 
 from __future__ import annotations
 
+import re
+
 from typing import Callable, Dict, Iterator, List, Tuple
 
 import pytest
@@ -11,6 +13,14 @@ from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
 import skewagg
+
+# A user exchange (repartition / DISTRIBUTE BY) directly above a partial aggregate, possibly
+# through skewagg's SkewAggLocalStage marker: a partial aggregate before the user's shuffle.
+PARTIAL_BELOW_USER_EXCHANGE = re.compile(
+    r"Exchange hashpartitioning\([^\n]*REPARTITION_BY_(COL|NUM)[^\n]*\n"
+    r"(?:[^\n]*SkewAggLocalStage[^\n]*\n)?[ +\-:|*()0-9]*"
+    r"(Hash|ObjectHash|Sort)Aggregate\(keys=[^\n]*functions=\[partial_"
+)
 
 
 @pytest.fixture(scope="session")

@@ -1,17 +1,11 @@
 """Partial aggregation before a user repartition on the grouping keys, checked off vs on."""
 
-import re
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from conftest import differential
+from conftest import PARTIAL_BELOW_USER_EXCHANGE, differential
 
-# An exchange the user asked for, directly above a partial aggregate.
-PARTIAL_BELOW_USER_EXCHANGE = re.compile(
-    r"Exchange hashpartitioning\([^\n]*REPARTITION_BY_(COL|NUM)[^\n]*\n(?:[^\n]*SkewAggLocalStage[^\n]*\n)?[ +\-:|*()0-9]*"
-    r"(Hash|ObjectHash|Sort)Aggregate\(keys=[^\n]*functions=\[partial_"
-)
 
 
 def skewed(spark: SparkSession) -> DataFrame:

@@ -2,18 +2,15 @@
 separate executor JVMs (local-cluster)."""
 
 import os
-import re
 from pathlib import Path
 
 import pyspark
 
 import skewagg
+from conftest import PARTIAL_BELOW_USER_EXCHANGE
 from subprocesses import child_env, report, spark_submit
 
 EXPECTED_TOTAL = sum(range(20000))
-PARTIAL_BELOW_USER_EXCHANGE = re.compile(
-    r"REPARTITION_BY_COL[^\n]*\n(?:[^\n]*SkewAggLocalStage[^\n]*\n)?[ +\-:|*()0-9]*HashAggregate\(keys=[^\n]*functions=\[partial_sum"
-)
 
 
 def _submit_args(master: str) -> list:

@@ -11,7 +11,7 @@ task-time spread of the keyed stage and the wall times.
 from __future__ import annotations
 
 import time
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -23,8 +23,9 @@ DEFAULT_ROWS = 8_000_000
 KEYS = 1_000_000
 
 
-def _checksum(df: DataFrame) -> Tuple[Tuple[float, float], List[str]]:
-    """Rows and sum of the result, computed on the cluster; and the plan's skewagg markers."""
+def result_checksum(df: DataFrame) -> Tuple[Tuple[float, float], List[str]]:
+    """Rows and sum of column ``s`` of ``df``, computed on the cluster (nothing large is
+    collected), and the SkewAggLocalStage lines of the plan that computed them."""
     totals = df.agg(F.count(F.lit(1)), F.sum("s"))
     row = totals.collect()[0]  # not head(): that runs a new limit query, not this plan
     plan = totals._jdf.queryExecution().executedPlan().toString()  # type: ignore[operator]
@@ -34,7 +35,7 @@ def _checksum(df: DataFrame) -> Tuple[Tuple[float, float], List[str]]:
     return (float(row[0]), float(row[1] or 0.0)), markers
 
 
-def _same(a: Tuple[float, float], b: Tuple[float, float]) -> bool:
+def same_result(a: Sequence[float], b: Sequence[float]) -> bool:
     # Floating-point sums differ in the last bits between any two plans (addition order).
     return all(abs(x - y) <= 1e-9 * max(abs(x), abs(y), 1.0) for x, y in zip(a, b))
 
@@ -72,18 +73,18 @@ def run(rows: Optional[int] = None) -> int:
     variants = [("vanilla (skewagg off)", False, False), ("skewagg", True, False),
                 ("skewagg + SKEW_AGG hint", True, True)]
     results: List[Tuple[str, Tuple[float, float], float, QueryTimes, List[str]]] = []
-    _checksum(query(False))  # warm-up
+    result_checksum(query(False))  # warm-up
     for label, on, hinted in variants:
         (skewagg.enable if on else skewagg.disable)(spark)
         start = time.perf_counter()
-        (checksum, markers), times = recorder.measure(lambda: _checksum(query(hinted)))
+        (checksum, markers), times = recorder.measure(lambda: result_checksum(query(hinted)))
         results.append((label, checksum, time.perf_counter() - start, times, markers))
     skewagg.enable(spark)
     recorder.close()
     spark.stop()
 
     reference = results[0][1]
-    equal = all(_same(r[1], reference) for r in results)
+    equal = all(same_result(r[1], reference) for r in results)
     print(f"results equal: {equal} ({int(reference[0]):,} keys)\n")
     print(f"{'variant':<26}{'wall s':>8}{'hot task s':>12}{'median task s':>15}"
           f"{'makespan@64 s':>15}")

@@ -37,7 +37,3 @@ class SkewAggCostEvaluator extends CostEvaluator {
     }
   }
 }
-
-object SkewAggCostEvaluator {
-  val className: String = classOf[SkewAggCostEvaluator].getName
-}

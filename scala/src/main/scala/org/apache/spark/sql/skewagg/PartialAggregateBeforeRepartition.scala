@@ -27,8 +27,8 @@ import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_
  * execution handles the skewed case at run time ([[SplitSkewedShuffleBelowAggregate]]).
  *
  * Refuses (leaves the plan to Spark) when skewagg or `spark.skewagg.repartition.enabled` is off,
- * the aggregate has no SKEW_AGG hint, the plan is streaming, an aggregate is a Python UDAF, the aggregate has no grouping keys, the
- * repartition is by range or round robin, a partition expression reads a column that is not a
+ * the aggregate has no SKEW_AGG hint, the plan is streaming, an aggregate is a Python UDAF, the
+ * aggregate has no grouping keys, the repartition is by range or round robin, a partition expression reads a column that is not a
  * grouping attribute or is nondeterministic, or an operator in between redefines a key or is
  * nondeterministic.
  */

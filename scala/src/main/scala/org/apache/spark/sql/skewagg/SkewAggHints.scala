@@ -1,6 +1,6 @@
 package org.apache.spark.sql.skewagg
 
-import org.apache.spark.sql.AnalysisException
+import org.apache.spark.sql.{AnalysisException, SparkSession}
 import org.apache.spark.sql.catalyst.expressions.{Literal, NamedExpression}
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
 import org.apache.spark.sql.catalyst.plans.logical._
@@ -45,7 +45,7 @@ object SkewAggHints {
  * error; column names are checked against the aggregate's input by [[CheckSkewAggHints]] once
  * the plan is resolved.
  */
-case class ResolveSkewAggHints(session: org.apache.spark.sql.SparkSession) extends Rule[LogicalPlan] {
+case class ResolveSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] {
   override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
     case h: UnresolvedHint if isSkewAggHint(h.name) =>
       val force = h.name.equalsIgnoreCase(SkewAggHints.Force)
@@ -74,7 +74,7 @@ case class ResolveSkewAggHints(session: org.apache.spark.sql.SparkSession) exten
 }
 
 /** Analysis check: columns named by a skewagg hint exist among the aggregate's input columns. */
-case class CheckSkewAggHints(session: org.apache.spark.sql.SparkSession) extends (LogicalPlan => Unit) {
+case class CheckSkewAggHints(session: SparkSession) extends (LogicalPlan => Unit) {
   override def apply(plan: LogicalPlan): Unit = plan.foreach {
     case a: Aggregate =>
       SkewAggHints.of(a).foreach { hint =>

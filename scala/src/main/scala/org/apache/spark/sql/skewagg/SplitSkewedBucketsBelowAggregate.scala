@@ -28,13 +28,9 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
   import PartialAggregates._
 
   override def apply(plan: SparkPlan): SparkPlan = {
-    if (!SkewAggConf.enabled(conf, SkewAggConf.BUCKETED_ENABLED) ||
-        !plan.exists(p => skewedBucketedScanBelow(p).isDefined)) {
-      return plan
-    }
+    if (!SkewAggConf.enabled(conf, SkewAggConf.BUCKETED_ENABLED)) return plan
     val unbucketed = plan.transformDown {
-      case partial if skewedBucketedScanBelow(partial).isDefined =>
-        val skew = SkewedPartitions.find(bucketSizes(skewedBucketedScanBelow(partial).get), conf)
+      case partial @ SkewedBucketedScanBelow(skew) =>
         val reason = if (skew.nonEmpty) SkewAggLocalStageExec.describe("bucket", skew)
           else "SKEW_AGG hint"
         val plain = partial.transformDown {
@@ -45,15 +41,22 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
         }
         SkewAggLocalStageExec.mark(plain, s"skewed buckets read unbucketed: $reason", skew.skewed.size)
     }
-    withCheapExchanges(plan, unbucketed, minAdded = 1).getOrElse(plan)
+    if (unbucketed.fastEquals(plan)) plan
+    else withCheapExchanges(plan, unbucketed, minAdded = 1).getOrElse(plan)
   }
 
-  private def skewedBucketedScanBelow(plan: SparkPlan): Option[FileSourceScanExec] = plan match {
-    case agg if isPartial(agg) && agg.children.size == 1 && !SkewAggHints.forbidden(agg) =>
-      scanBelow(agg.children.head).filter { scan =>
-        SkewAggHints.forced(agg) || SkewedPartitions.find(bucketSizes(scan), conf).nonEmpty
-      }
-    case _ => None
+  /**
+   * A partial aggregate over a bucketed scan whose buckets are skewed (or with the SKEW_AGG
+   * hint): the bucket sizes, listed once per partial aggregate.
+   */
+  private object SkewedBucketedScanBelow {
+    def unapply(plan: SparkPlan): Option[SkewedPartitions] = plan match {
+      case agg if isPartial(agg) && agg.children.size == 1 && !SkewAggHints.forbidden(agg) =>
+        scanBelow(agg.children.head)
+          .map(scan => SkewedPartitions.find(bucketSizes(scan), conf))
+          .filter(skew => skew.nonEmpty || SkewAggHints.forced(agg))
+      case _ => None
+    }
   }
 
   private def scanBelow(plan: SparkPlan): Option[FileSourceScanExec] = belowRowLocal(plan) match {

@@ -4,6 +4,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShufflePartitionsUtil, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec}
 
@@ -72,7 +73,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
 
   private def keysAreGroupingAttributes(partial: SparkPlan, s: ShuffleQueryStageExec): Boolean =
     (unwrap(partial), s.shuffle.outputPartitioning) match {
-      case (agg: org.apache.spark.sql.execution.aggregate.BaseAggregateExec,
+      case (agg: BaseAggregateExec,
             HashPartitioning(expressions, _)) =>
         expressions.flatMap(_.references).forall(a => agg.groupingExpressions.exists(_.exprId == a.exprId))
       case _ => false
