@@ -106,6 +106,17 @@ object SkewAggConf {
       .booleanConf
       .createWithDefault(true))
 
+  val EXCHANGE_COALESCE_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.exchange.coalesce.enabled")
+      .doc("Adaptive execution only: read the exchanges of partial results that skewagg adds " +
+        "(one row per key and split) in coalesced partitions, as Spark's " +
+        "spark.sql.adaptive.coalescePartitions does, even when that setting is off: they " +
+        "exist only in skewagg's plans, and hundreds of tiny reduce tasks cost more than the " +
+        "merge they run. Exchanges that keep a user's repartition are left as they are.")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(true))
+
   /** Every entry, in declaration order. */
   def entries: Seq[ConfigEntry[_]] = registered
 

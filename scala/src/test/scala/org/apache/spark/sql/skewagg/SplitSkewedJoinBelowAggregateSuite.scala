@@ -1,6 +1,7 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.functions._
@@ -88,5 +89,26 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase {
     assertNoSplit(run(
       s => fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v")),
       SkewAggConf.JOIN_SKEW_SPLIT_ENABLED.key -> "false"))
+  }
+
+  /** Reads of a partial-result exchange: (partitions read, partitions written). */
+  private def partialResultReads(d: Differential): Seq[(Int, Int)] =
+    nodes[AQEShuffleReadExec](d.plan(on = true, adaptive = true)).collect {
+      case r @ AQEShuffleReadExec(s: ShuffleQueryStageExec, _)
+          if PartialAggregates.isCheapExchange(s.shuffle) && r.isCoalescedRead =>
+        (r.partitionSpecs.size, s.shuffle.numPartitions)
+    }
+
+  test("the partial results are read in coalesced partitions, though Spark's coalescing is off") {
+    val query = (s: SparkSession) =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v"))
+    val d = run(query)
+    assertSplit(d)
+    assert(partialResultReads(d).nonEmpty, d.plan(on = true, adaptive = true))
+    assert(partialResultReads(d).forall { case (read, written) => read < written })
+
+    val off = run(query, SkewAggConf.EXCHANGE_COALESCE_ENABLED.key -> "false")
+    assertSplit(off)
+    assert(partialResultReads(off).isEmpty, off.plan(on = true, adaptive = true))
   }
 }
