@@ -38,8 +38,15 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase {
     assert(skewJoins(d, on = true) == 0, d.plan(on = true, adaptive = true))
   }
 
+  /** Local aggregation before the join would remove the skew first: these tests turn it off. */
   private def run(query: SparkSession => DataFrame, extra: (String, String)*): Differential =
-    differential(query, conf ++ extra: _*)
+    differential(query, conf ++ Seq(SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false") ++
+      extra: _*)
+
+  test("with local aggregation on: split where it cannot apply (aggregates read both sides)") {
+    assertSplit(differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+      .agg(sum(col("v") * col("attr")), max("i")), conf: _*))
+  }
 
   test("join on the key, then groupBy the key: skewed partition split, partials exchanged") {
     assertSplit(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
