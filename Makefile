@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 # Recipes that start a JVM outside sbt run under a JDK 17 (build/require-jdk17 finds or installs one).
 WITH_JDK17 = JAVA_HOME="$$(build/require-jdk17)" && export JAVA_HOME && export PATH="$$JAVA_HOME/bin:$$PATH" &&
 
-.PHONY: help setup jar test test-scala test-python demo bench docs clean
+.PHONY: help setup jar test test-scala test-python demo bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -41,6 +41,11 @@ demo: setup ## the main job: a skewed aggregation run with skewagg off and on
 
 bench: setup ## benchmark suite (20M rows, ~45 min on 2 cores): benchmarks/results/*.json, docs/benchmarks.md
 	$(WITH_JDK17) $(PY) benchmarks/bench.py $(BENCH_ARGS)
+
+SEED ?= 1
+CASES ?= 500
+fuzz: ## randomized differential cases, skewagg off vs on (SEED=1 CASES=500); prints a repro per failure
+	build/sbt "Test/runMain org.apache.spark.sql.skewagg.fuzz.FuzzRunner --seed $(SEED) --cases $(CASES)"
 
 docs: ## regenerate docs/configs.md from the config object
 	build/sbt "Test/runMain org.apache.spark.sql.skewagg.GenerateConfigDocs"

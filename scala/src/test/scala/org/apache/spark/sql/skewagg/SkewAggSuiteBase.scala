@@ -142,7 +142,9 @@ object RowComparison {
     case (a: Double, b: Double) =>
       (a.isNaN && b.isNaN) || a == b ||
         math.abs(a - b) <= RelativeTolerance * math.max(math.abs(a), math.abs(b))
-    case (a: Seq[_], b: Seq[_]) => a.size == b.size && a.zip(b).forall { case (p, q) => close(p, q) }
+    // Arrays come back as mutable ArraySeqs: scala.collection.Seq, not the default immutable Seq.
+    case (a: scala.collection.Seq[_], b: scala.collection.Seq[_]) =>
+      a.size == b.size && a.zip(b).forall { case (p, q) => close(p, q) }
     case (a: java.math.BigDecimal, b: java.math.BigDecimal) => a.compareTo(b) == 0
     case _ => x == y
   }

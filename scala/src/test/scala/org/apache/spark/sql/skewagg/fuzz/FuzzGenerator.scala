@@ -1,0 +1,199 @@
+package org.apache.spark.sql.skewagg.fuzz
+
+import java.time.LocalDate
+
+import scala.util.Random
+
+/**
+ * One random differential case: SQL that creates its tables, the query, and the settings both
+ * runs share (only `spark.skewagg.enabled` differs between them).
+ */
+case class FuzzCase(seed: Long, index: Int, setup: Seq[String], query: String,
+    conf: Seq[(String, String)], cleanup: Seq[String]) {
+
+  /** A self-contained reproduction: paste into spark-sql (or spark.sql) with skewagg loaded. */
+  def repro: String = {
+    val settings = conf.map { case (k, v) => s"SET $k=$v;" }
+    (Seq(s"-- skewagg fuzz case $index of seed $seed") ++ settings ++ setup.map(_ + ";") ++
+      Seq("SET spark.skewagg.enabled=false;", query + ";",
+        "SET spark.skewagg.enabled=true;", query + ";") ++ cleanup.map(_ + ";")).mkString("\n")
+  }
+}
+
+/**
+ * Seeded generator of random data and aggregate queries over it: keys of several types with
+ * nulls, NaN and -0.0; skewed, uniform, empty, single-key and few-key data; values with NaN,
+ * infinities, decimals and nulls; aggregates of every family with DISTINCT, FILTER, HAVING,
+ * GROUPING SETS / ROLLUP / CUBE; over plain scans, subqueries, user repartitions, joins of every
+ * type and bucketed tables; hints; adaptive execution, ANSI, codegen, partition counts and
+ * skewagg's thresholds varied (low, so rewrites fire often). Case `i` of seed `s` is always the
+ * same case.
+ */
+object FuzzGenerator {
+
+  private val KeyTypes = Seq("INT", "BIGINT", "STRING", "DATE", "DECIMAL(10,2)", "DOUBLE")
+
+  def generate(seed: Long, index: Int): FuzzCase = {
+    val r = new Random(seed * 1000003L + index)
+    val keyType = pick(r, KeyTypes)
+    val keys = pick(r, Seq(1, 3, 20, 200))
+    val distribution = pick(r, Seq("skewed", "skewed", "skewed", "skewed", "uniform", "uniform",
+      "empty", "single"))
+    val rows = distribution match {
+      case "empty" => 0
+      case _ => 1 + r.nextInt(1500)
+    }
+    val partitions = pick(r, Seq(1, 4, 8, 8))
+    val fact = factTable(r, keyType, keys, distribution, rows, partitions)
+    val dim = dimTable(r, keyType, keys)
+    val source = pick(r, Seq("plain", "subquery", "repartition", "repartition", "join", "join",
+      "join", "join", "bucketed"))
+    val (from, extraSetup, cleanup, joinType) = source match {
+      case "plain" => ("t1 f", Nil, Nil, "")
+      case "subquery" => ("(SELECT * FROM t1 WHERE vi IS NULL OR vi > -500) f", Nil, Nil, "")
+      case "repartition" =>
+        (pick(r, Seq(
+          "(SELECT * FROM t1 DISTRIBUTE BY k1) f",
+          "(SELECT /*+ REPARTITION(7, k1) */ * FROM t1) f",
+          "(SELECT /*+ REPARTITION(k1, k2) */ * FROM t1) f",
+          "(SELECT /*+ REPARTITION(k2) */ * FROM t1) f")), Nil, Nil, "")
+      case "join" =>
+        val jt = pick(r, Seq("JOIN", "JOIN", "JOIN", "LEFT JOIN", "LEFT JOIN", "RIGHT JOIN",
+          "FULL JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN"))
+        val extra = if (r.nextInt(5) == 0) " AND f.vi > d.attr" else ""
+        val text = if (r.nextBoolean() || jt.contains("SEMI") || jt.contains("ANTI")) {
+          s"t1 f $jt t2 d ON f.k1 = d.k1$extra"
+        } else {
+          s"t2 d $jt t1 f ON d.k1 = f.k1$extra"
+        }
+        (text, Nil, Nil, jt)
+      case "bucketed" =>
+        val buckets = pick(r, Seq(2, 4))
+        ("b1 f", Seq(s"CREATE TABLE b1 USING parquet CLUSTERED BY (k1) INTO $buckets BUCKETS " +
+          "AS SELECT * FROM t1"), Seq("DROP TABLE IF EXISTS b1"), "")
+    }
+    val dimColumns = joinType.nonEmpty && !joinType.contains("SEMI") && !joinType.contains("ANTI")
+    val grouping = pick(r, Seq("k", "k", "k", "k2", "sets", "rollup", "cube") ++
+      (if (dimColumns) Seq("attr", "attr") else Nil))
+    val (groupCols, groupBy) = grouping match {
+      case "k" => (Seq("f.k1"), "GROUP BY f.k1")
+      case "k2" => (Seq("f.k1", "f.k2"), "GROUP BY f.k1, f.k2")
+      case "attr" => (Seq("f.k1", "d.attr"), "GROUP BY f.k1, d.attr")
+      case "sets" => (Seq("f.k1", "f.k2", "grouping_id()"),
+        "GROUP BY GROUPING SETS ((f.k1), (f.k1, f.k2), ())")
+      case "rollup" => (Seq("f.k1", "f.k2", "grouping_id()"), "GROUP BY ROLLUP(f.k1, f.k2)")
+      case "cube" => (Seq("f.k1", "f.k2", "grouping_id()"), "GROUP BY CUBE(f.k1, f.k2)")
+    }
+    val aggregates = Seq.fill(1 + r.nextInt(4))(aggregate(r, dimColumns)).distinct
+    val having = if (r.nextInt(4) == 0) " HAVING count(*) > 1" else ""
+    val hint = pick(r, Seq("", "", "", "/*+ SKEW_AGG */ ", "/*+ NO_SKEW_AGG */ "))
+    val select = (groupCols ++ aggregates.zipWithIndex.map { case (a, i) => s"$a AS a$i" })
+      .mkString(", ")
+    val query = s"SELECT $hint$select FROM $from $groupBy$having"
+    FuzzCase(seed, index, Seq(fact, dim) ++ extraSetup, query, settings(r),
+      cleanup ++ Seq("DROP VIEW IF EXISTS t1", "DROP VIEW IF EXISTS t2"))
+  }
+
+  private val Mergeable = Seq(
+    "sum(f.vi)", "sum(f.vl)", "sum(f.vd)", "sum(f.vf)", "avg(f.vd)", "avg(f.vf)", "avg(f.vi)",
+    "count(*)", "count(f.vs)", "min(f.vs)", "max(f.vf)", "min(f.vd)", "max(f.vi)",
+    "stddev(f.vf)", "variance(f.vi)", "var_pop(f.vd)", "bool_and(f.vi > 0)", "bool_or(f.vf > 0)",
+    "approx_count_distinct(f.vs)", "sum(f.vi) FILTER (WHERE f.vf > 0)",
+    "count(*) FILTER (WHERE f.vs IS NULL)", "max(f.vd) FILTER (WHERE f.vi > 100)")
+  private val Holistic = Seq(
+    "sort_array(collect_set(f.vs))", "sort_array(collect_list(f.vi))",
+    "percentile(f.vi, 0.5)", "percentile(f.vf, array(0.1, 0.9))", "percentile(f.vi, 0.3, 2)",
+    "median(f.vd)", "percentile_cont(0.25) WITHIN GROUP (ORDER BY f.vf)",
+    "percentile_disc(0.75) WITHIN GROUP (ORDER BY f.vi)", "mode(f.vi, true)",
+    "percentile_approx(f.vi, 0.5, 1000000)")
+  private val Distinct = Seq(
+    "count(DISTINCT f.vi)", "sum(DISTINCT f.vd)", "count(DISTINCT f.vs, f.vi)", "avg(DISTINCT f.vf)")
+  private val BothSides = Seq("sum(f.vi * d.attr)", "max(d.attr)", "count(DISTINCT d.attr)")
+
+  /** Mostly functions every rewrite takes; holistic, DISTINCT and two-sided ones less often. */
+  private def aggregate(r: Random, dimColumns: Boolean): String = r.nextInt(20) match {
+    case n if n < 12 => pick(r, Mergeable)
+    case n if n < 15 => pick(r, Distinct)
+    case n if n < 18 => pick(r, Holistic)
+    case _ => pick(r, if (dimColumns) BothSides else Mergeable)
+  }
+
+  private def settings(r: Random): Seq[(String, String)] = Seq(
+    "spark.sql.adaptive.enabled" -> pick(r, Seq("true", "true", "false")),
+    "spark.sql.ansi.enabled" -> pick(r, Seq("true", "false")),
+    "spark.sql.codegen.wholeStage" -> pick(r, Seq("true", "true", "false")),
+    "spark.sql.shuffle.partitions" -> pick(r, Seq("1", "4", "8", "33")),
+    "spark.sql.autoBroadcastJoinThreshold" -> pick(r, Seq("-1", "-1", "-1", "10485760")),
+    "spark.sql.adaptive.coalescePartitions.enabled" -> pick(r, Seq("true", "false")),
+    "spark.skewagg.skew.minPartitionSize" -> pick(r, Seq("0", "256", "1k")),
+    "spark.skewagg.skew.minSplitSize" -> pick(r, Seq("64", "256")),
+    "spark.skewagg.skew.factor" -> pick(r, Seq("1.0", "2.0", "5.0")),
+    "spark.skewagg.localAggregate.capacity" -> pick(r, Seq("16", "64", "16384")),
+    "spark.skewagg.localAggregate.minReduction" -> pick(r, Seq("1.0", "2.0", "8.0")))
+
+  /** `t1(k1, k2, vi, vl, vd, vf, vs)` as a VALUES view read in `partitions` partitions. */
+  private def factTable(r: Random, keyType: String, keys: Int, distribution: String, rows: Int,
+      partitions: Int): String = {
+    val values = (0 until rows).map { _ =>
+      val key = distribution match {
+        case "single" => 0
+        case "skewed" if r.nextInt(10) < 4 => 0
+        case _ => r.nextInt(keys)
+      }
+      Seq(
+        if (r.nextInt(30) == 0) s"CAST(NULL AS $keyType)" else keyLiteral(keyType, key, r),
+        maybeNull(r, "INT", (r.nextInt(4)).toString),
+        maybeNull(r, "INT", (r.nextInt(2001) - 1000).toString),
+        maybeNull(r, "BIGINT", (if (r.nextInt(100) == 0) Long.MaxValue / 3 else r.nextInt(100000).toLong).toString + "L"),
+        maybeNull(r, "DECIMAL(10,2)", f"CAST('${r.nextInt(200000) / 100.0 - 1000}%.2f' AS DECIMAL(10,2))"),
+        maybeNull(r, "DOUBLE", doubleLiteral(r)),
+        maybeNull(r, "STRING", s"'s${r.nextInt(6)}'")
+      ).mkString("(", ", ", ")")
+    }
+    val schema = s"k1 $keyType, k2 INT, vi INT, vl BIGINT, vd DECIMAL(10,2), vf DOUBLE, vs STRING"
+    if (values.isEmpty) {
+      s"CREATE OR REPLACE TEMPORARY VIEW t1 AS SELECT * FROM (SELECT " +
+        schema.split(", ").map { c => val Array(n, t) = c.split(" ", 2); s"CAST(NULL AS $t) AS $n" }
+          .mkString(", ") + ") WHERE false"
+    } else {
+      s"CREATE OR REPLACE TEMPORARY VIEW t1 AS SELECT /*+ REPARTITION($partitions) */ * FROM " +
+        s"VALUES ${values.mkString(", ")} AS t(k1, k2, vi, vl, vd, vf, vs)"
+    }
+  }
+
+  /** `t2(k1, attr)`: most keys once, some twice, some missing, some extra. */
+  private def dimTable(r: Random, keyType: String, keys: Int): String = {
+    val values = (0 until keys + 2).flatMap { k =>
+      val copies = pick(r, Seq(0, 1, 1, 1, 2))
+      Seq.fill(copies)(s"(${keyLiteral(keyType, k, r)}, ${r.nextInt(5)})")
+    } :+ s"(CAST(NULL AS $keyType), 9)"
+    s"CREATE OR REPLACE TEMPORARY VIEW t2 AS SELECT * FROM VALUES ${values.mkString(", ")} " +
+      "AS t(k1, attr)"
+  }
+
+  private def keyLiteral(keyType: String, key: Int, r: Random): String = keyType match {
+    case "INT" => key.toString
+    case "BIGINT" => s"${key.toLong * 1000000007L}L"
+    case "STRING" => s"'k$key'"
+    case "DATE" => s"DATE'${LocalDate.of(2020, 1, 1).plusDays(key)}'"
+    case "DECIMAL(10,2)" => s"CAST('$key.25' AS DECIMAL(10,2))"
+    // Key 0 is written as 0.0 or -0.0 at random: Spark groups them together; so must skewagg.
+    case "DOUBLE" if key == 0 => if (r.nextBoolean()) "CAST('-0.0' AS DOUBLE)" else "CAST('0.0' AS DOUBLE)"
+    case "DOUBLE" if key == 1 => "CAST('NaN' AS DOUBLE)"
+    case "DOUBLE" => s"CAST('${key * 0.5}' AS DOUBLE)"
+  }
+
+  private def doubleLiteral(r: Random): String = r.nextInt(40) match {
+    case 0 => "CAST('NaN' AS DOUBLE)"
+    case 1 => "CAST('Infinity' AS DOUBLE)"
+    case 2 => "CAST('-Infinity' AS DOUBLE)"
+    case 3 => "CAST('-0.0' AS DOUBLE)"
+    case 4 => "CAST('0.0' AS DOUBLE)"
+    case _ => s"CAST('${(r.nextInt(200000) - 100000) / 100.0}' AS DOUBLE)"
+  }
+
+  private def maybeNull(r: Random, sqlType: String, literal: String): String =
+    if (r.nextInt(20) == 0) s"CAST(NULL AS $sqlType)" else s"CAST($literal AS $sqlType)"
+
+  private def pick[T](r: Random, options: Seq[T]): T = options(r.nextInt(options.size))
+}

@@ -1,0 +1,35 @@
+package org.apache.spark.sql.skewagg.fuzz
+
+import org.apache.spark.sql.skewagg.SkewAggSuiteBase
+
+/**
+ * The fixed-seed slice of the randomized differential tests that CI runs: every case with
+ * skewagg off and on must give the same rows (or the same error). `make fuzz` runs any number of
+ * cases of any seed.
+ */
+class FuzzSuite extends SkewAggSuiteBase {
+  private val Seed = 20261121L
+  private val Cases = sys.env.get("SKEWAGG_FUZZ_CASES").map(_.toInt).getOrElse(200)
+
+  test(s"$Cases random cases of seed $Seed: skewagg never changes a result") {
+    // Expected failures (ANSI overflow both ways) would fill the log with executor stack traces.
+    spark.sparkContext.setLogLevel("OFF")
+    val outcomes = try {
+      (0 until Cases).map(i => FuzzRunner.run(spark, FuzzGenerator.generate(Seed, i)))
+    } finally spark.sparkContext.setLogLevel("WARN")
+    val summary = FuzzSummary(outcomes)
+    info(summary.text(Seed, 0))
+    assert(summary.failed.isEmpty, summary.failed.map { o =>
+      s"\n${o.failure.get}\n${o.fuzzCase.repro}"
+    }.mkString("\n"))
+    // The slice must exercise the rewrites, or it proves nothing.
+    assert(outcomes.count(_.rewritten) >= Cases / 7, summary.text(Seed, 0))
+  }
+
+  test("a case is a pure function of seed and index, and its reproduction is self-contained") {
+    val a = FuzzGenerator.generate(7, 3)
+    assert(a == FuzzGenerator.generate(7, 3))
+    assert(a.repro.contains(a.query) && a.setup.forall(a.repro.contains))
+    assert(a.repro.contains("SET spark.skewagg.enabled=false;"))
+  }
+}
