@@ -125,7 +125,9 @@ object RowComparison {
 
   private def normalize(row: Row): Seq[Any] = row.toSeq.map {
     case r: Row => normalize(r)
-    case s: scala.collection.Seq[_] => s.map { case r: Row => normalize(r); case v => v }
+    // Rows hold arrays as mutable ArraySeqs: made immutable so `close` compares them element-wise
+    // (NaN inside arrays), not with ==.
+    case s: scala.collection.Seq[_] => s.toSeq.map { case r: Row => normalize(r); case v => v }
     case a: Array[Byte] => a.toSeq
     case f: Float => f.toDouble
     case v => v

@@ -1,0 +1,125 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression, NamedExpression, RowOrdering, VirtualColumn}
+import org.apache.spark.sql.catalyst.expressions.aggregate._
+import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
+import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
+import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, SparkStrategy}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types._
+
+/**
+ * Physical planning of holistic aggregates on bounded input, one key at a time.
+ *
+ * Matches: a batch `Aggregate` with grouping keys whose functions include exact `percentile`
+ * (also `median`, `percentile_cont`, which Spark replaces by it), `percentile_disc` or `mode`,
+ * all of them over one value expression `v`.
+ * Produces: `SingleKeyAggregate` over a projection of the input to the keys and the columns the
+ * functions read; Spark then adds one hash shuffle on the keys and a sort by (keys, v). The
+ * holistic functions become [[SortedRunPercentile]] / [[SortedRunMode]]; the other functions
+ * (sum, count, collect_list, ..., with FILTER clauses) run unchanged in Complete mode.
+ * Refuses (Spark plans it): streaming, `spark.skewagg.singleKey.enabled` or
+ * `spark.skewagg.enabled` false, NO_SKEW_AGG, no grouping keys, GROUPING SETS / ROLLUP / CUBE,
+ * DISTINCT, holistic functions over two different value expressions, `mode` over a type whose
+ * ordering does not match its equality (floating point in structs, binary, collated strings,
+ * complex types), and functions Spark does not evaluate itself (e.g. Python UDAFs).
+ *
+ * Holistic functions only: an aggregate with only `collect_list` / `collect_set` keeps Spark's
+ * plan (their buffer is the data itself; sorting it buys nothing measured here).
+ */
+case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkStrategy {
+
+  override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
+    case agg: Aggregate if applies(agg) => planned(agg).toSeq
+    case _ => Nil
+  }
+
+  private def applies(agg: Aggregate): Boolean =
+    SkewAggConf.enabled(agg.conf, SkewAggConf.SINGLE_KEY_ENABLED) && !agg.isStreaming &&
+      !SkewAggHints.forbidden(agg) && agg.groupingExpressions.nonEmpty
+
+  /** The holistic function's value expression, if `f` is one this operator computes exactly. */
+  private def holisticValue(f: AggregateFunction): Option[Expression] = f match {
+    case p: Percentile => Some(p.child)
+    case p: PercentileDisc => Some(p.child)
+    case m: Mode if modeSupported(m.child.dataType) => Some(m.child)
+    case _ => None
+  }
+
+  private def isHolistic(f: AggregateFunction): Boolean = f match {
+    case _: Percentile | _: PercentileDisc | _: Mode => true
+    case _ => false
+  }
+
+  /** Types whose Spark ordering groups exactly the values Mode's hash map counts together. */
+  private def modeSupported(dataType: DataType): Boolean = dataType match {
+    case _: NumericType | BooleanType | DateType | TimestampType | TimestampNTZType => true
+    case _: YearMonthIntervalType | _: DayTimeIntervalType => true
+    case s: StringType => UnsafeRowUtils.isBinaryStable(s)
+    case _ => false
+  }
+
+  private def planned(agg: Aggregate): Option[SparkPlan] = agg match {
+    case PhysicalAggregation(grouping, aggregates, results, child) =>
+      val functions = aggregates.map(_.aggregateFunction)
+      val holistic = functions.filter(isHolistic)
+      val values = holistic.flatMap(holisticValue)
+      val sortValue = values.headOption
+      val refuse =
+        holistic.isEmpty ||
+          values.size != holistic.size || // a holistic function it cannot compute
+          sortValue.exists(v => values.exists(!_.semanticEquals(v))) ||
+          aggregates.exists(_.isDistinct) ||
+          aggregates.exists(a => !a.deterministic) ||
+          functions.exists {
+            case _: DeclarativeAggregate | _: ImperativeAggregate => false
+            case _ => true // e.g. Python UDAFs, which Spark plans with its own operators
+          } ||
+          grouping.exists(_.references.exists(_.name == VirtualColumn.groupingIdName)) ||
+          !grouping.forall(g => RowOrdering.isOrderable(g.dataType)) ||
+          !sortValue.forall(v => RowOrdering.isOrderable(v.dataType))
+      if (refuse) None else Some(build(grouping, aggregates, results, sortValue.get, child, agg.conf))
+    case _ => None
+  }
+
+  private def build(
+      grouping: Seq[NamedExpression],
+      aggregates: Seq[AggregateExpression],
+      results: Seq[NamedExpression],
+      sortValue: Expression,
+      child: LogicalPlan,
+      conf: SQLConf): SparkPlan = {
+    // Input reduced to the keys and the columns the functions read, shuffled once.
+    val groupingAttributes = grouping.map(_.toAttribute)
+    val keyColumns = AttributeSet(grouping.map(_.toAttribute))
+    val read = AttributeSet(aggregates.flatMap(_.references))
+    val valueColumns = child.output.filter(a => read.contains(a) && !keyColumns.contains(a))
+    val projected = ProjectExec(grouping ++ valueColumns, planLater(child))
+
+    val inMemoryRows = conf.getConf(SkewAggConf.SINGLE_KEY_BUFFER_IN_MEMORY_ROWS)
+    val spillRows = conf.getConf(SkewAggConf.SINGLE_KEY_BUFFER_SPILL_ROWS)
+    val complete = aggregates.map { a =>
+      val function = a.aggregateFunction match {
+        case p: Percentile =>
+          SortedRunPercentile(p.child, p.percentageExpression, p.frequencyExpression,
+            PercentileKind.Continuous, p.reverse, p.dataType, inMemoryRows, spillRows)
+        case p: PercentileDisc =>
+          val kind = if (p.legacyCalculation) PercentileKind.LegacyDiscrete else PercentileKind.Discrete
+          SortedRunPercentile(p.child, p.percentageExpression, p.frequencyExpression,
+            kind, p.reverse, p.dataType, inMemoryRows, spillRows)
+        case m: Mode => SortedRunMode(m.child, m.reverseOpt)
+        case other => other
+      }
+      a.copy(aggregateFunction = function, mode = Complete)
+    }
+    SingleKeyAggregateExec(
+      groupingAttributes,
+      complete,
+      complete.map(_.resultAttribute),
+      results,
+      sortValue,
+      projected)
+  }
+}
