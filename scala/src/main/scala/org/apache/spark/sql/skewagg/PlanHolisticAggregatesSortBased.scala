@@ -26,8 +26,9 @@ import org.apache.spark.sql.types._
  * ordering does not match its equality (floating point in structs, binary, collated strings,
  * complex types), and functions Spark does not evaluate itself (e.g. Python UDAFs).
  *
- * Holistic functions only: an aggregate with only `collect_list` / `collect_set` keeps Spark's
- * plan (their buffer is the data itself; sorting it buys nothing measured here).
+ * An aggregate whose only holistic functions are `collect_list` / `collect_set` keeps Spark's
+ * plan unless `spark.skewagg.singleKey.collect.enabled` (then unsorted: one shuffle of raw rows,
+ * the lists built per key); see docs/single-key.md for the measurements behind the default.
  */
 case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkStrategy {
 
@@ -67,8 +68,11 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
       val holistic = functions.filter(isHolistic)
       val values = holistic.flatMap(holisticValue)
       val sortValue = values.headOption
+      val collectOnly = holistic.isEmpty &&
+        SkewAggConf.enabled(agg.conf, SkewAggConf.SINGLE_KEY_COLLECT_ENABLED) &&
+        functions.exists { case _: CollectList | _: CollectSet => true; case _ => false }
       val refuse =
-        holistic.isEmpty ||
+        (holistic.isEmpty && !collectOnly) ||
           values.size != holistic.size || // a holistic function it cannot compute
           sortValue.exists(v => values.exists(!_.semanticEquals(v))) ||
           aggregates.exists(_.isDistinct) ||
@@ -80,7 +84,7 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
           grouping.exists(_.references.exists(_.name == VirtualColumn.groupingIdName)) ||
           !grouping.forall(g => RowOrdering.isOrderable(g.dataType)) ||
           !sortValue.forall(v => RowOrdering.isOrderable(v.dataType))
-      if (refuse) None else Some(build(grouping, aggregates, results, sortValue.get, child, agg.conf))
+      if (refuse) None else Some(build(grouping, aggregates, results, sortValue, child, agg.conf))
     case _ => None
   }
 
@@ -88,7 +92,7 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
       grouping: Seq[NamedExpression],
       aggregates: Seq[AggregateExpression],
       results: Seq[NamedExpression],
-      sortValue: Expression,
+      sortValue: Option[Expression],
       child: LogicalPlan,
       conf: SQLConf): SparkPlan = {
     // Input reduced to the keys and the columns the functions read, shuffled once.

@@ -13,7 +13,7 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 /**
  * Aggregation of bounded input one grouping key at a time. Its child's rows are clustered by the
  * grouping attributes (one hash shuffle of the raw rows) and sorted by them, then by `sortValue`
- * (Spark's SortExec: external, spilling, binary rows). Spark's sort-based aggregation iterator
+ * when there is one (Spark's SortExec: external, spilling, binary rows). Spark's sort-based aggregation iterator
  * walks the sorted rows and holds the aggregation buffer of the current key only, emitting the
  * key's row when the key changes; every function runs in Complete mode. The holistic functions
  * are [[SortedRunPercentile]] / [[SortedRunMode]], which read the key's values in `sortValue`
@@ -27,7 +27,7 @@ case class SingleKeyAggregateExec(
     aggregateExpressions: Seq[AggregateExpression],
     aggregateAttributes: Seq[Attribute],
     resultExpressions: Seq[NamedExpression],
-    sortValue: Expression,
+    sortValue: Option[Expression],
     child: SparkPlan)
   extends PartitioningPreservingUnaryExecNode {
 
@@ -39,7 +39,7 @@ case class SingleKeyAggregateExec(
     ClusteredDistribution(groupingAttributes) :: Nil
 
   override def requiredChildOrdering: Seq[Seq[SortOrder]] =
-    (groupingAttributes.map(SortOrder(_, Ascending)) :+ SortOrder(sortValue, Ascending)) :: Nil
+    (groupingAttributes ++ sortValue).map(SortOrder(_, Ascending)) :: Nil
 
   override lazy val metrics: Map[String, SQLMetric] = Map(
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "keys processed"),
@@ -51,7 +51,8 @@ case class SingleKeyAggregateExec(
   override def simpleString(maxFields: Int): String = {
     val keys = truncatedString(groupingAttributes, "[", ", ", "]", maxFields)
     val functions = truncatedString(aggregateExpressions, "[", ", ", "]", maxFields)
-    s"SingleKeyAggregate(key=$keys, functions=$functions, sortedBy=${sortValue.sql})"
+    val sorted = sortValue.map(v => s", sortedBy=${v.sql}").getOrElse("")
+    s"SingleKeyAggregate(key=$keys, functions=$functions$sorted)"
   }
 
   override protected def doExecute(): RDD[InternalRow] = {

@@ -117,6 +117,15 @@ object SkewAggConf {
       .booleanConf
       .createWithDefault(true))
 
+  val SINGLE_KEY_COLLECT_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.singleKey.collect.enabled")
+      .doc("Also run aggregates whose only holistic functions are collect_list / collect_set " +
+        "one key at a time (shuffling raw rows once instead of per-key partial lists). Off by " +
+        "default: docs/single-key.md has the measurements.")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(false))
+
   val SINGLE_KEY_BUFFER_IN_MEMORY_ROWS: ConfigEntry[Int] = listed(
     buildConf("spark.skewagg.singleKey.buffer.inMemoryRows")
       .doc("SingleKeyAggregate: a percentile function holds up to this many of a key's values " +

@@ -102,6 +102,16 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
     assert(singleKey(d.plan(on = true, adaptive = true)).size == 1)
   }
 
+  test("collect_list / collect_set alone, when spark.skewagg.singleKey.collect.enabled") {
+    val d = differential(onInput(inputs.head._2,
+        sql("array_sort(collect_list(v)), array_sort(collect_set(i)), count(*)")),
+      SkewAggConf.SINGLE_KEY_COLLECT_ENABLED.key -> "true")
+    for (adaptive <- Seq(false, true)) {
+      val plan = singleKey(d.plan(on = true, adaptive))
+      assert(plan.size == 1 && plan.head.sortValue.isEmpty, plan)
+    }
+  }
+
   test("a spilling key buffer gives the same rows and reports its spill size") {
     val query = onInput(inputs.head._2, sql("percentile(v, array(0.1, 0.5, 0.9)), median(v)"))
     val spill = Seq(
