@@ -49,9 +49,9 @@ object PercentileKind {
 }
 
 /** The key's non-null values with their frequencies, in ascending value order, spillable. */
-final class SortedRun(valueType: DataType, inMemoryRows: Int, spillRows: Int) {
+final class SortedRun(
+    valueType: DataType, toUnsafe: UnsafeProjection, inMemoryRows: Int, spillRows: Int) {
   private var rows: ExternalAppendOnlyUnsafeRowArray = _
-  private lazy val toUnsafe = UnsafeProjection.create(Array[DataType](valueType, LongType))
   private val pair = new GenericInternalRow(2)
   var total: Long = 0L
 
@@ -130,8 +130,12 @@ case class SortedRunPercentile(
     case array: org.apache.spark.sql.catalyst.util.ArrayData => array.toDoubleArray()
   }
 
+  /** (value, frequency) as a binary row; generated once per function instance, not per key. */
+  @transient private lazy val toUnsafe =
+    UnsafeProjection.create(Array[DataType](child.dataType, LongType))
+
   override def createAggregationBuffer(): SortedRun =
-    new SortedRun(child.dataType, inMemoryRows, spillRows)
+    new SortedRun(child.dataType, toUnsafe, inMemoryRows, spillRows)
 
   override def update(buffer: SortedRun, input: InternalRow): SortedRun = {
     val value = child.eval(input)
