@@ -22,9 +22,10 @@ import org.apache.spark.sql.types._
  * (sum, count, collect_list, ..., with FILTER clauses) run unchanged in Complete mode.
  * Refuses (Spark plans it): streaming, `spark.skewagg.singleKey.enabled` or
  * `spark.skewagg.enabled` false, NO_SKEW_AGG, no grouping keys, GROUPING SETS / ROLLUP / CUBE,
- * DISTINCT, holistic functions over two different value expressions, `mode` over a type whose
- * ordering does not match its equality (floating point in structs, binary, collated strings,
- * complex types), and functions Spark does not evaluate itself (e.g. Python UDAFs).
+ * DISTINCT, grouping keys that are collated strings, holistic functions over two different value
+ * expressions, `mode` over a type whose ordering does not match the equality of Spark's map
+ * (binary, collated strings, arrays, structs, maps), and functions Spark does not evaluate
+ * itself (e.g. Python UDAFs).
  *
  * An aggregate whose only holistic functions are `collect_list` / `collect_set` keeps Spark's
  * plan unless `spark.skewagg.singleKey.collect.enabled` (then unsorted: one shuffle of raw rows,
@@ -82,7 +83,9 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
             case _ => true // e.g. Python UDAFs, which Spark plans with its own operators
           } ||
           grouping.exists(_.references.exists(_.name == VirtualColumn.groupingIdName)) ||
-          !grouping.forall(g => RowOrdering.isOrderable(g.dataType)) ||
+          // Keys are compared as binary rows: collated strings (equal but not byte-equal) refused.
+          !grouping.forall(g => RowOrdering.isOrderable(g.dataType) &&
+            UnsafeRowUtils.isBinaryStable(g.dataType)) ||
           !sortValue.forall(v => RowOrdering.isOrderable(v.dataType))
       if (refuse) None else Some(build(grouping, aggregates, results, sortValue, child, agg.conf))
     case _ => None

@@ -69,6 +69,9 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
     "percentile and mode of an int" -> ("percentile(i, 0.5), percentile(i, array(0.2, 0.8)), " +
       "mode() WITHIN GROUP (ORDER BY i), mode() WITHIN GROUP (ORDER BY i DESC), mode(i, true)"),
     "percentile of a decimal" -> "percentile(d, 0.5), percentile(d, array(0.1, 0.9)), median(d)",
+    "percentile of intervals" -> ("percentile(make_ym_interval(0, i), array(0.2, 0.7)), " +
+      "percentile(make_ym_interval(0, i), 0.4)"),
+    "percentile of a day-time interval" -> "median(make_dt_interval(0, 0, i, 0))",
     "mode with one most frequent value" -> "mode(m), count(m)",
     "mode of a string" -> "mode() WITHIN GROUP (ORDER BY s DESC), mode(s, true)")
 
@@ -163,6 +166,8 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
     "no grouping key" -> (s => s.sql("SELECT percentile(v, 0.5) FROM t")),
     "grouping sets" -> (s => s.sql(
       "SELECT k, i, percentile(v, 0.5) FROM t GROUP BY GROUPING SETS ((k), (k, i))")),
+    "a collated string key" -> (s => s.sql("SELECT c, percentile(v, 0.5) FROM " +
+      "(SELECT collate(s, 'UTF8_LCASE') AS c, v FROM t) GROUP BY c")),
     "NO_SKEW_AGG hint" ->
       (s => s.table("t").groupBy("k").agg(expr("percentile(v, 0.5)")).hint("no_skew_agg")))
 
