@@ -29,7 +29,9 @@ import org.apache.spark.sql.types._
  *
  * An aggregate whose only holistic functions are `collect_list` / `collect_set` keeps Spark's
  * plan unless `spark.skewagg.singleKey.collect.enabled` (then unsorted: one shuffle of raw rows,
- * the lists built per key); see docs/single-key.md for the measurements behind the default.
+ * the lists built per key). Measured (docs/single-key.md, 10M rows, 2 cores): 0.31x vanilla's wall
+ * time on skewed data, 0.55x on uniform; still off by default because it changes the order
+ * collect_list happens to produce, which users often rely on although Spark does not promise it.
  */
 case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkStrategy {
 
