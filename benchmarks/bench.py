@@ -10,6 +10,14 @@ and UNIFORM data, with four variants side by side in one session:
   skewagg+hint   skewagg on, and the aggregate hinted with SKEW_AGG (local aggregation before
                  a join needs that evidence)
 
+The holistic scenarios (exact percentile, collect_list, a high-cardinality percentile over
+about 10M distinct keys; `--scenarios percentile,collect-list,high-cardinality`) compare vanilla
+with skewagg's one-key-at-a-time operator (SingleKeyAggregate), plus, for collect_list, the
+opt-in `spark.skewagg.singleKey.collect.enabled` (`--variants` applies to the other scenarios
+only); they also record each run's largest task
+execution memory, disk spill and the executor JVM's peak heap, and go to their own section of
+docs/benchmarks.md.
+
 Per run it records wall time and, from every task of the query, the hot stage's longest and
 median task and the simulated makespan on 64 and 512 slots (tasks list-scheduled; see
 skewagg.tasktimes), and whether skewagg rewrote the plan. Variants alternate within each repeat,
@@ -43,6 +51,9 @@ DOC = ROOT / "docs" / "benchmarks.md"
 KEYS = 1_000_000
 SALTS = 16
 VARIANTS = ["vanilla", "forced-skew", "salted", "skewagg", "skewagg+hint"]
+HOLISTIC = ("percentile", "collect-list", "high-cardinality")
+# The data sets a scenario runs on, when not SKEWED and UNIFORM.
+SCENARIO_DATA = {"high-cardinality": ["highcard"]}
 BUCKETS = 64
 
 BASE_CONF = {
@@ -63,6 +74,8 @@ VARIANT_CONF = {
     "salted": {"spark.skewagg.enabled": "false"},
     "skewagg": {"spark.skewagg.enabled": "true"},
     "skewagg+hint": {"spark.skewagg.enabled": "true"},
+    "skewagg+collect": {"spark.skewagg.enabled": "true",
+                        "spark.skewagg.singleKey.collect.enabled": "true"},
 }
 RESET_KEYS = sorted({k for conf in VARIANT_CONF.values() for k in conf})
 
@@ -89,6 +102,17 @@ def write_tables(spark: SparkSession, rows: int) -> Path:
             .option("path", str(base / f"bucketed_{data}")).saveAsTable(f"bench_bucketed_{data}")
     (base / "_done").touch()
     return base
+
+
+def write_high_cardinality(spark: SparkSession, base: Path, rows: int) -> Path:
+    """fact_highcard: 2x rows rows over `rows` possible keys (about 0.86 x rows distinct), once."""
+    path = base / "fact_highcard"
+    if not (path / "_SUCCESS").exists():
+        ids = spark.range(0, 2 * rows, 1, 32)
+        ids.select((F.abs(F.xxhash64("id")) % rows).alias("k"),
+                   (F.col("id") % 1000 / 10.0).alias("v"), (F.col("id") % 97).cast("int").alias("i")) \
+            .write.mode("overwrite").option("parquet.block.size", 1 << 20).parquet(str(path))
+    return path
 
 
 def register_bucketed(spark: SparkSession, base: Path) -> None:
@@ -149,7 +173,19 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
         return (bucketed.select("*", salt).groupBy("k", "salt").agg(F.sum("v").alias("p"))
                 .groupBy("k").agg(F.sum("p").alias("s")))
 
+    def percentile() -> DataFrame:
+        return fact.groupBy("k").agg(F.percentile("v", 0.5).alias("s"))
+
+    def collect_list() -> DataFrame:
+        # The list's sum: reads every element, whatever their order (Spark gives none).
+        return fact.groupBy("k").agg(
+            F.aggregate(F.collect_list("v"), F.lit(0.0), lambda acc, x: acc + x).alias("s"))
+
+    holistic = ["vanilla", "skewagg"]
     return {
+        "percentile": {"query": percentile, "variants": holistic},
+        "collect-list": {"query": collect_list, "variants": holistic + ["skewagg+collect"]},
+        "high-cardinality": {"query": percentile, "variants": holistic},
         "join": {"query": join_sum, "salted": join_sum_salted},
         "bucketed": {"query": bucketed_sum, "salted": bucketed_sum_salted},
         "repartition": {"query": repartition_sum, "salted": repartition_sum_salted},
@@ -185,6 +221,9 @@ def run_once(spark: SparkSession, recorder: TaskTimeRecorder, variant: str,
         "hot_stage_tasks": len(hot.durations_ms),
         "makespan64_ms": times.makespan(64),
         "makespan512_ms": times.makespan(512),
+        "peak_task_execution_memory": times.peak_execution_memory,
+        "disk_spilled": times.disk_spilled,
+        "jvm_heap_peak": times.jvm_heap_peak,
     }
 
 
@@ -196,11 +235,19 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--driver-memory", default="10g")
     args = parser.parse_args(argv)
+    scenarios = args.scenarios.split(",")
+    mixed = [s for s in scenarios if s in HOLISTIC] and [s for s in scenarios if s not in HOLISTIC]
+    if mixed:
+        parser.error("run the holistic scenarios (" + ",".join(HOLISTIC) + ") and the "
+                     "local-global ones in separate invocations: they write separate sections")
+    section = "holistic" if scenarios[0] in HOLISTIC else "local-global"
 
     builder = (SparkSession.builder.master("local[2]").appName("skewagg-bench")
                .config("spark.driver.memory", args.driver_memory)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
+               # Executor metrics (JVM heap peak per task) sampled every 100 ms, not per heartbeat.
+               .config("spark.executor.metrics.pollingInterval", "100ms")
                .config("spark.sql.warehouse.dir", str(WORK / "warehouse")))
     spark = skewagg.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -208,15 +255,17 @@ def main(argv: List[str] | None = None) -> int:
         spark.conf.set(key, value)
     base = write_tables(spark, args.rows)
     register_bucketed(spark, base)
+    if "high-cardinality" in scenarios:
+        write_high_cardinality(spark, base, args.rows)
     recorder = TaskTimeRecorder(spark)
     dim = spark.read.parquet(str(base / "dim"))
-    variants = args.variants.split(",")
     results = []
-    for scenario in args.scenarios.split(","):
-        for data in ("skewed", "uniform"):
+    for scenario in scenarios:
+        for data in SCENARIO_DATA.get(scenario, ["skewed", "uniform"]):
             fact = spark.read.parquet(str(base / f"fact_{data}"))
-            bucketed = spark.table(f"bench_bucketed_{data}")
+            bucketed = spark.table(f"bench_bucketed_{data}") if data != "highcard" else fact
             queries = scenario_queries(fact, dim, bucketed)[scenario]
+            variants = queries.get("variants", args.variants.split(","))
             runs: Dict[str, List[dict]] = {v: [] for v in variants}
             run_once(spark, recorder, "vanilla", queries)  # warm-up: file listing, JIT
             for repeat in range(args.repeats):
@@ -241,14 +290,68 @@ def main(argv: List[str] | None = None) -> int:
     report = {
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "rows": args.rows, "repeats": args.repeats, "machine": "local[2]",
-        "spark_conf": BASE_CONF, "results": results,
+        "spark_conf": BASE_CONF, "driver_memory": args.driver_memory, "results": results,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"bench-rows{args.rows}.json"
+    suffix = "" if section == "local-global" else f"-{section}"
+    out = RESULTS / f"bench-rows{args.rows}{suffix}.json"
     out.write_text(json.dumps(report, indent=1) + "\n")
-    DOC.write_text(render(report))
+    text = render(report) if section == "local-global" else render_holistic(report)
+    DOC.write_text(with_section(DOC.read_text() if DOC.exists() else "", section, text))
     print(f"wrote {out.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
     return 0 if all(r["equal_to_vanilla"] for r in results) else 1
+
+
+def with_section(doc: str, section: str, text: str) -> str:
+    """`doc` with the part between this section's markers replaced by `text` (appended when the
+    doc has no such section), so each invocation rewrites only its own scenarios' tables."""
+    start, end = f"<!-- bench:{section} -->", f"<!-- /bench:{section} -->"
+    block = f"{start}\n{text}{end}\n"
+    if start in doc and end in doc:
+        return doc[:doc.index(start)] + block + doc[doc.index(end) + len(end) + 1:]
+    return (doc.rstrip("\n") + "\n\n" if doc else "") + block
+
+
+def render_holistic(report: dict) -> str:
+    rows = report["results"]
+    by = {(r["scenario"], r["data"], r["variant"]): r for r in rows}
+    mib = 1 << 20
+    lines = [
+        "## Holistic aggregates one key at a time (SingleKeyAggregate)",
+        "",
+        "<!-- Written by `benchmarks/bench.py --scenarios percentile,collect-list,"
+        "high-cardinality`; do not edit by hand. -->",
+        "",
+        f"Measured {report['when']} on {report['machine']} (2 cores, driver memory "
+        f"{report.get('driver_memory', '?')}), {report['rows']:,} fact rows (high-cardinality: "
+        f"{2 * report['rows']:,} rows over {report['rows']:,} possible keys), median wall time of "
+        f"{report['repeats']} runs per variant, alternating as above. Queries: "
+        "`groupBy(k).agg(percentile(v, 0.5))`, `groupBy(k).agg(aggregate(collect_list(v), ...))` "
+        "(the list's sum). Peak task memory: the largest `peakExecutionMemory` of one task; "
+        "JVM heap peak: the executor JVM's peak heap while the query's tasks ran (one JVM in "
+        "local mode); spill: bytes all tasks spilled to disk.",
+        "",
+        "| scenario | data | variant | wall s | vs vanilla | hot task ms | median task ms "
+        "| makespan@64 s | peak task memory MiB | JVM heap peak MiB | spill MiB | rewritten | equal |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        vanilla = by.get((r["scenario"], r["data"], "vanilla"))
+        ratio = f"{r['wall_s'] / vanilla['wall_s']:.2f}" if vanilla else ""
+        lines.append(
+            f"| {r['scenario']} | {r['data']} | {r['variant']} | {r['wall_s']:.2f} | {ratio} "
+            f"| {r['hot_task_ms']} | {r['median_task_ms']:.0f} | {r['makespan64_ms'] / 1000:.2f} "
+            f"| {r['peak_task_execution_memory'] / mib:.0f} | {r['jvm_heap_peak'] / mib:.0f} "
+            f"| {r['disk_spilled'] / mib:.0f} | {'yes' if r['rewritten'] else ''} "
+            f"| {'yes' if r['equal_to_vanilla'] else 'NO'} |")
+    lines += ["", "Makespan@64, SKEWED / UNIFORM:", "",
+              "| scenario | variant | skewed / uniform |", "|---|---|---|"]
+    for (scenario, data, variant), r in by.items():
+        if data == "skewed" and (scenario, "uniform", variant) in by:
+            u = by[(scenario, "uniform", variant)]
+            lines.append(f"| {scenario} | {variant} | "
+                         f"{r['makespan64_ms'] / max(u['makespan64_ms'], 1):.2f} |")
+    return "\n".join(lines) + "\n"
 
 
 def render(report: dict) -> str:

@@ -39,6 +39,9 @@ class StageTimes:
     name: str
     durations_ms: List[int] = field(default_factory=list)
     records: List[int] = field(default_factory=list)
+    peak_execution_memory: List[int] = field(default_factory=list)
+    disk_spilled: List[int] = field(default_factory=list)
+    jvm_heap_peak: List[int] = field(default_factory=list)
 
     @property
     def max_ms(self) -> int:
@@ -57,6 +60,21 @@ class QueryTimes:
         return sum(makespan(s.durations_ms, slots) for s in self.stages)
 
     @property
+    def peak_execution_memory(self) -> int:
+        """The largest execution memory (Spark-managed: sort, aggregation buffers) of one task."""
+        return max((m for s in self.stages for m in s.peak_execution_memory), default=0)
+
+    @property
+    def disk_spilled(self) -> int:
+        """Bytes all tasks spilled to disk."""
+        return sum(m for s in self.stages for m in s.disk_spilled)
+
+    @property
+    def jvm_heap_peak(self) -> int:
+        """The executor JVM's peak heap while any task ran (Spark's executor metrics)."""
+        return max((m for s in self.stages for m in s.jvm_heap_peak), default=0)
+
+    @property
     def hot_stage(self) -> StageTimes:
         """The stage that holds the longest task."""
         if not self.stages:
@@ -72,6 +90,9 @@ class QueryTimes:
                 stage=entry["stage"], attempt=entry["attempt"], name=entry["name"],
                 durations_ms=[t["durationMs"] for t in tasks],
                 records=[t["records"] for t in tasks],
+                peak_execution_memory=[t.get("peakExecutionMemory", 0) for t in tasks],
+                disk_spilled=[t.get("diskSpilled", 0) for t in tasks],
+                jvm_heap_peak=[t.get("jvmHeapPeak", 0) for t in tasks],
             ))
         return QueryTimes(stages)
 

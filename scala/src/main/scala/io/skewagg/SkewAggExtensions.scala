@@ -29,6 +29,8 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectPlannerStrategy(PlanPartialAndFinalAggregates)
     // Physical planning: partial aggregate below a user repartition, for SKEW_AGG-hinted aggregates.
     extensions.injectPlannerStrategy(PartialAggregateBeforeRepartition)
+    // Physical planning: holistic aggregates (percentile, mode) of batch queries, one key at a time.
+    extensions.injectPlannerStrategy(PlanHolisticAggregatesSortBased(_))
     // Adaptive query-stage preparation: split a skewed user repartition below an aggregate.
     extensions.injectQueryStagePrepRule(SplitSkewedShuffleBelowAggregate(_))
     // Adaptive query-stage preparation: split a skewed join below an aggregate, exchange partials.

@@ -151,6 +151,46 @@ object SkewAggConf {
       .booleanConf
       .createWithDefault(true))
 
+  val SINGLE_KEY_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.singleKey.enabled")
+      .doc("Batch aggregates with exact percentile, median, percentile_cont, percentile_disc or " +
+        "mode run one grouping key at a time (SingleKeyAggregate): the raw rows are shuffled " +
+        "once by the keys, sorted by the keys and the function's value with Spark's external " +
+        "sorter, and each function reads its key's values in order instead of building a " +
+        "value->count map per key. Other functions in the same aggregate run alongside.")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(true))
+
+  val SINGLE_KEY_COLLECT_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.singleKey.collect.enabled")
+      .doc("Also run aggregates whose only holistic functions are collect_list / collect_set " +
+        "one key at a time (shuffling raw rows once instead of per-key partial lists). Off by " +
+        "default: docs/single-key.md has the measurements.")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(false))
+
+  val SINGLE_KEY_BUFFER_IN_MEMORY_ROWS: ConfigEntry[Int] = listed(
+    buildConf("spark.skewagg.singleKey.buffer.inMemoryRows")
+      .doc("SingleKeyAggregate: a percentile function holds up to this many of a key's values " +
+        "as separate rows in memory; beyond it they go to a spillable buffer of binary rows " +
+        "(Spark's ExternalAppendOnlyUnsafeRowArray) in execution memory.")
+      .version("0.1.0")
+      .intConf
+      .checkValue(_ >= 0, "must not be negative")
+      .createWithDefault(4096))
+
+  val SINGLE_KEY_BUFFER_SPILL_ROWS: ConfigEntry[Int] = listed(
+    buildConf("spark.skewagg.singleKey.buffer.spillRows")
+      .doc("SingleKeyAggregate: a percentile function's buffer of one key's values spills to " +
+        "disk after this many rows even when execution memory is left (it also spills when " +
+        "execution memory runs out).")
+      .version("0.1.0")
+      .intConf
+      .checkValue(_ > 0, "must be positive")
+      .createWithDefault(Int.MaxValue))
+
   /** Every entry, in declaration order. */
   def entries: Seq[ConfigEntry[_]] = registered
 

@@ -18,7 +18,8 @@ import org.apache.spark.scheduler.{SparkListener, SparkListenerStageSubmitted, S
  * }}}
  */
 class TaskTimeRecorder private (sc: SparkContext) extends SparkListener {
-  private case class Task(index: Int, durationMs: Long, runMs: Long, records: Long, bytes: Long)
+  private case class Task(index: Int, durationMs: Long, runMs: Long, records: Long, bytes: Long,
+      peakExecutionMemory: Long, diskSpilled: Long, jvmHeapPeak: Long)
   private val names = mutable.LinkedHashMap.empty[(Int, Int), String]
   private val tasks = mutable.LinkedHashMap.empty[(Int, Int), mutable.ArrayBuffer[Task]]
 
@@ -36,7 +37,9 @@ class TaskTimeRecorder private (sc: SparkContext) extends SparkListener {
       val records = shuffle.map(_.recordsRead).getOrElse(0L) + input.map(_.recordsRead).getOrElse(0L)
       val bytes = shuffle.map(_.totalBytesRead).getOrElse(0L) + input.map(_.bytesRead).getOrElse(0L)
       tasks.getOrElseUpdate((event.stageId, event.stageAttemptId), mutable.ArrayBuffer.empty) +=
-        Task(info.index, info.duration, metrics.map(_.executorRunTime).getOrElse(0L), records, bytes)
+        Task(info.index, info.duration, metrics.map(_.executorRunTime).getOrElse(0L), records, bytes,
+          metrics.map(_.peakExecutionMemory).getOrElse(0L), metrics.map(_.diskBytesSpilled).getOrElse(0L),
+          Option(event.taskExecutorMetrics).map(_.getMetricValue("JVMHeapMemory")).getOrElse(0L))
     }
   }
 
@@ -48,7 +51,9 @@ class TaskTimeRecorder private (sc: SparkContext) extends SparkListener {
 
   /**
    * Every stage attempt recorded since [[clear]], as JSON: a list of
-   * `{"stage", "attempt", "name", "tasks": [{"index", "durationMs", "runMs", "records", "bytes"}]}`
+   * `{"stage", "attempt", "name", "tasks": [{"index", "durationMs", "runMs", "records", "bytes",
+   * "peakExecutionMemory", "diskSpilled", "jvmHeapPeak"}]}` (the last: the executor JVM's peak heap
+   * while the task ran, from Spark's executor metrics)
    * in the order the stages were submitted.
    */
   def snapshotJson(): String = {
@@ -58,7 +63,8 @@ class TaskTimeRecorder private (sc: SparkContext) extends SparkListener {
         val name = names.getOrElse((stage, attempt), "").replace("\\", "\\\\").replace("\"", "\\\"")
         val taskJson = ts.sortBy(_.index).map { t =>
           s"""{"index":${t.index},"durationMs":${t.durationMs},"runMs":${t.runMs},""" +
-            s""""records":${t.records},"bytes":${t.bytes}}"""
+            s""""records":${t.records},"bytes":${t.bytes},"peakExecutionMemory":""" +
+            s"""${t.peakExecutionMemory},"diskSpilled":${t.diskSpilled},"jvmHeapPeak":${t.jvmHeapPeak}}"""
         }.mkString("[", ",", "]")
         s"""{"stage":$stage,"attempt":$attempt,"name":"$name","tasks":$taskJson}"""
       }.mkString("[", ",", "]")

@@ -1,0 +1,127 @@
+"""Memory of an exact percentile whose hottest key has many distinct values: vanilla Spark vs
+skewagg's SingleKeyAggregate, each in its own process with a small JVM heap.
+
+    .venv/bin/python benchmarks/memory.py --hot-values 50000000 --driver-memory 1g
+
+Data (generated, not read from files): `--hot-values` rows on key 0, each with a distinct value,
+plus `--other-rows` rows spread over 1000 other keys. Query:
+`groupBy(k).agg(percentile(v, array(0.1, 0.5, 0.9)))`, local[2]. Vanilla Spark holds every
+distinct value of a key in a value->count map (partial maps per map task, then one merged map in
+the final task); skewagg sorts the rows with Spark's external sorter and keeps one key's values
+in a spillable buffer. Each variant runs in a child process (`--timeout` seconds at most);
+the outcome (ok / failed with the error / timeout), wall time, executor JVM peak heap, largest
+task execution memory and disk spill (from TaskTimeRecorder) go to
+benchmarks/results/memory-hot<N>-<memory>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import List
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def child(args: argparse.Namespace) -> int:
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    import skewagg
+    from skewagg.tasktimes import TaskTimeRecorder
+
+    builder = (SparkSession.builder.master("local[2]").appName(f"skewagg-memory-{args.variant}")
+               .config("spark.driver.memory", args.driver_memory)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.executor.metrics.pollingInterval", "100ms")
+               .config("spark.sql.shuffle.partitions", "16")
+               .config("spark.sql.adaptive.enabled", "true"))
+    spark = skewagg.configure(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    (skewagg.enable if args.variant == "skewagg" else skewagg.disable)(spark)
+    total = args.hot_values + args.other_rows
+    ids = spark.range(0, total, 1, 32)
+    hot = F.col("id") < args.hot_values
+    fact = ids.select(
+        F.when(hot, F.lit(0)).otherwise(F.col("id") % 1000 + 1).alias("k"),
+        # Distinct per row on the hot key: a value->count map has one entry per row.
+        (F.col("id") * 0.5).alias("v"),
+    )
+    df = fact.groupBy("k").agg(F.percentile("v", [0.1, 0.5, 0.9]).alias("p"))
+    recorder = TaskTimeRecorder(spark)
+    start = time.perf_counter()
+    rows, times = recorder.measure(df.collect)  # 1001 small rows
+    wall = time.perf_counter() - start
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    print("REPORT " + json.dumps({
+        "wall_s": round(wall, 2),
+        "hot_key_percentiles": [list(r["p"]) for r in rows if r["k"] == 0][0],
+        "keys": len(rows),
+        "single_key_aggregate": "SingleKeyAggregate" in plan,
+        "jvm_heap_peak": times.jvm_heap_peak,
+        "peak_task_execution_memory": times.peak_execution_memory,
+        "disk_spilled": times.disk_spilled,
+    }), flush=True)
+    spark.stop()
+    return 0
+
+
+def run_variant(args: argparse.Namespace, variant: str) -> dict:
+    cmd = [sys.executable, __file__, "--child", "--variant", variant,
+           "--hot-values", str(args.hot_values), "--other-rows", str(args.other_rows),
+           "--driver-memory", args.driver_memory]
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"variant": variant, "outcome": "timeout", "wall_s": args.timeout}
+    wall = time.perf_counter() - start
+    for line in proc.stdout.splitlines():
+        if line.startswith("REPORT "):
+            return {"variant": variant, "outcome": "ok", "process_wall_s": round(wall, 2),
+                    **json.loads(line[len("REPORT "):])}
+    errors = [line.strip() for line in (proc.stderr + proc.stdout).splitlines()
+              if "Error" in line or "Exception" in line]
+    return {"variant": variant, "outcome": "failed", "exit_code": proc.returncode,
+            "process_wall_s": round(wall, 2), "errors": errors[:8]}
+
+
+def main(argv: List[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hot-values", type=int, default=50_000_000)
+    parser.add_argument("--other-rows", type=int, default=1_000_000)
+    parser.add_argument("--driver-memory", default="1g")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds per variant")
+    parser.add_argument("--variants", default="skewagg,vanilla")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--variant", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return child(args)
+    results = []
+    for variant in args.variants.split(","):
+        result = run_variant(args, variant)
+        print(json.dumps(result), flush=True)
+        results.append(result)
+    report = {
+        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": "local[2], 2 cores", "driver_memory": args.driver_memory,
+        "hot_values": args.hot_values, "other_rows": args.other_rows,
+        "query": "groupBy(k).agg(percentile(v, array(0.1, 0.5, 0.9)))", "results": results,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"memory-hot{args.hot_values}-{args.driver_memory}.json"
+    out.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""A PySpark app for spark-submit tests: exact percentiles of a skewed table, computed with
+skewagg off and on, adaptive execution off and on; prints one JSON line with the four results
+(rows as strings, so NaN compares equal to itself) and the plans."""
+
+import json
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import skewagg
+
+spark = SparkSession.builder.config("spark.sql.shuffle.partitions", "6").getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+(
+    spark.range(0, 30000)
+    .select(
+        F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(F.col("id") % 97).alias("k"),
+        F.when(F.col("id") % 101 == 7, F.lit(None))
+        .when(F.col("id") % 89 == 3, F.lit(float("nan")))
+        .otherwise((F.col("id") * 7919) % 1000 / 4.0)
+        .alias("v"),
+    )
+    .createOrReplaceTempView("t")
+)
+QUERY = (
+    "SELECT k, percentile(v, array(0.1, 0.5, 0.9)) AS p, median(v) AS m, "
+    "percentile_disc(0.3) WITHIN GROUP (ORDER BY v DESC) AS d, count(*) AS n "
+    "FROM t GROUP BY k"
+)
+report = {"rows": {}, "plans": {}}
+for adaptive in (False, True):
+    spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
+    for on in (False, True):
+        (skewagg.enable if on else skewagg.disable)(spark)
+        df = spark.sql(QUERY)
+        name = f"skewagg={on},adaptive={adaptive}"
+        report["rows"][name] = sorted(repr(tuple(r)) for r in df.collect())
+        report["plans"][name] = df._jdf.queryExecution().executedPlan().toString()
+print("REPORT " + json.dumps(report))
+spark.stop()

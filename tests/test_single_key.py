@@ -1,0 +1,47 @@
+"""Holistic aggregates one key at a time (SingleKeyAggregate): exact percentiles with skewagg off
+and on, in the test session and on a local-cluster of separate executor JVMs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from conftest import differential
+from subprocesses import child_env, report, spark_submit
+from test_spark_submit import _spark_home, _submit_args
+
+
+def _skewed(spark: SparkSession) -> DataFrame:
+    return spark.range(0, 5000).select(
+        F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(F.col("id") % 31).alias("k"),
+        F.when(F.col("id") % 53 == 1, F.lit(None)).otherwise(F.col("id") % 17 / 3.0).alias("v"),
+    )
+
+
+def test_percentile_median_and_mode_one_key_at_a_time(spark: SparkSession) -> None:
+    plans = differential(spark, lambda s: _skewed(s).groupBy("k").agg(
+        F.percentile("v", [0.1, 0.5, 0.9]).alias("p"),
+        F.median("v").alias("m"),
+        F.expr("mode() WITHIN GROUP (ORDER BY v)").alias("mode"),
+        F.count("*").alias("n"),
+    ))
+    for adaptive in (False, True):
+        assert "SingleKeyAggregate" in plans[(True, adaptive)], plans[(True, adaptive)]
+        assert "SingleKeyAggregate" not in plans[(False, adaptive)]
+
+
+def test_local_cluster_percentiles_match_spark(tmp_path: Path) -> None:
+    env = child_env(SPARK_HOME=str(_spark_home(tmp_path)))
+    result = report(spark_submit(
+        "single_key_percentile.py", *_submit_args("local-cluster[2,1,1024]"),
+        "--conf", "spark.executor.memory=1g", env=env,
+    ))
+    rows = result["rows"]
+    expected = rows["skewagg=False,adaptive=False"]
+    assert len(expected) == 97
+    for name, actual in rows.items():
+        assert actual == expected, name
+    for name, plan in result["plans"].items():
+        assert ("SingleKeyAggregate" in plan) == name.startswith("skewagg=True"), (name, plan)
