@@ -1,6 +1,8 @@
 package org.apache.spark.sql.skewagg
 
+import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Partial, PartialMerge}
+import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.execution.{ExpandExec, FilterExec, InputAdapter, ProjectExec, SparkPlan, WholeStageCodegenExec}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, QueryStageExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
@@ -80,5 +82,13 @@ object PartialAggregates {
     val before = original.collect { case e: ShuffleExchangeLike => e }
     val added = ensured.collect { case e: ShuffleExchangeLike => e }.filterNot(e => before.exists(_ eq e))
     if (added.size >= minAdded && added.forall(isCheapExchange)) Some(ensured) else None
+  }
+
+  /** Grouping keys as Spark's Aggregation strategy plans them: -0.0/0.0 and NaNs group together. */
+  def normalizedKeys(grouping: Seq[NamedExpression]): Seq[NamedExpression] = grouping.map { e =>
+    NormalizeFloatingNumbers.normalize(e) match {
+      case n: NamedExpression => n
+      case other: Expression => Alias(other, e.name)(exprId = e.exprId)
+    }
   }
 }

@@ -1,9 +1,8 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeSet, Expression, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, NamedExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
-import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
 import org.apache.spark.sql.execution.{PlanLater, ProjectExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.{AggUtils, BaseAggregateExec}
@@ -64,7 +63,7 @@ case class PlanPartialAndFinalAggregates(session: SparkSession) extends SparkStr
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case PartialAggregate(grouping, aggregates, child, flushing) =>
       val planned = AggUtils.planAggregateWithoutDistinct(
-        normalize(grouping), aggregates, grouping.map(_.toAttribute), planLater(child))
+        PartialAggregates.normalizedKeys(grouping), aggregates, grouping.map(_.toAttribute), planLater(child))
       val what = if (aggregates.isEmpty) "deduplication" else "partial aggregate"
       planned.headOption.map(_.children.head).map {
         case partial: BaseAggregateExec if flushing =>
@@ -76,18 +75,12 @@ case class PlanPartialAndFinalAggregates(session: SparkSession) extends SparkStr
       }.toSeq
     case FinalAggregate(grouping, aggregates, result, child) =>
       val planned = AggUtils.planAggregateWithoutDistinct(
-        normalize(grouping), aggregates, result, PlanLater(child))
-      val layout = grouping.map(_.toAttribute) ++
+        PartialAggregates.normalizedKeys(grouping), aggregates, result, PlanLater(child))
+      // Keys normalized here as Spark's partial aggregate would have (-0.0/0.0, NaNs): the final
+      // aggregate groups its input keys as they come.
+      val layout = PartialAggregates.normalizedKeys(grouping) ++
         aggregates.flatMap(_.aggregateFunction.inputAggBufferAttributes)
       planned.headOption.map(_.withNewChildren(Seq(ProjectExec(layout, planLater(child))))).toSeq
     case _ => Nil
-  }
-
-  /** As Spark's Aggregation strategy does: -0.0/0.0 and NaNs group together. */
-  private def normalize(grouping: Seq[NamedExpression]): Seq[NamedExpression] = grouping.map { e =>
-    NormalizeFloatingNumbers.normalize(e) match {
-      case n: NamedExpression => n
-      case other: Expression => Alias(other, e.name)(exprId = e.exprId)
-    }
   }
 }

@@ -105,7 +105,9 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
     val keyColumns = AttributeSet(grouping.map(_.toAttribute))
     val read = AttributeSet(aggregates.flatMap(_.references))
     val valueColumns = child.output.filter(a => read.contains(a) && !keyColumns.contains(a))
-    val projected = ProjectExec(grouping ++ valueColumns, planLater(child))
+    // Keys normalized as Spark's Aggregation strategy does: -0.0/0.0 and NaNs are one key.
+    val projected = ProjectExec(PartialAggregates.normalizedKeys(grouping) ++ valueColumns,
+      planLater(child))
 
     val inMemoryRows = conf.getConf(SkewAggConf.SINGLE_KEY_BUFFER_IN_MEMORY_ROWS)
     val spillRows = conf.getConf(SkewAggConf.SINGLE_KEY_BUFFER_SPILL_ROWS)

@@ -156,6 +156,17 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
       .agg(sum("v"))))
   }
 
+  test("grouping by floating-point keys: -0.0 and 0.0, NaNs group together (found by fuzzing)") {
+    for (hint <- Seq("skew_agg", "no_hint")) {
+      val d = run(s => fact(s, skewed = true).join(dim(s).select(col("k"),
+          when(col("k") % 3 === 0, lit(-0.0)).when(col("k") % 3 === 1, lit(0.0))
+            .otherwise(lit(Double.NaN)).as("z")), "k")
+        .groupBy("z").agg(sum("v"), count(lit(1))).hint(hint))
+      assertLocal(d)
+      assert(d.rows.size == 2, d.rows)
+    }
+  }
+
   test("a hint naming a column that does not exist is a clear analysis error") {
     val e = intercept[AnalysisException](fact(spark, skewed = true).groupBy("k").agg(sum("v"))
       .hint("skew_agg", "nope").queryExecution.assertAnalyzed())
