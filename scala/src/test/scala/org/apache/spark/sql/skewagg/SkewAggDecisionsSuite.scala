@@ -1,0 +1,101 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.internal.SQLConf
+
+import SkewTestData._
+
+/** The explanation text for each kind of decision, and its section in Spark's EXPLAIN. */
+class SkewAggDecisionsSuite extends SkewAggSuiteBase {
+
+  private val adaptiveOn = SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"
+
+  /** Runs `df` and explains its executed (for adaptive: final) plan. */
+  private def explainAfterRun(df: DataFrame): String = {
+    df.collect()
+    SkewAggDecisions.explain(df.queryExecution.executedPlan)
+  }
+
+  private def skewedJoinAgg(): DataFrame =
+    fact(spark, skewed = true).join(dim(spark), "k").groupBy("k").agg(sum("v"))
+
+  test("a rewritten aggregate names the rewrite and the skewed partition's numbers") {
+    withSQLConf(conf :+ adaptiveOn: _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("aggregate 1: group by [k] computing [sum(v)]"), text)
+      assert(text.contains("rewritten: skew split of the join below the aggregate: partition"), text)
+      assert(text.contains("the median"), text)
+    }
+  }
+
+  test("not skewed: the largest partition and the floor or factor it stayed under") {
+    withSQLConf(conf :+ adaptiveOn: _*) {
+      val uniform = fact(spark, skewed = false).join(dim(spark), "k").groupBy("k").agg(sum("v"))
+      val text = explainAfterRun(uniform)
+      assert(text.contains("not skewed: in the join's input shuffles below, the largest partition"), text)
+      assert(text.contains("not more than 5.0x the median (spark.skewagg.skew.factor)"), text)
+    }
+    withSQLConf(conf ++ Seq(adaptiveOn, SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "16MB"): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("below the 16.0 MiB floor (spark.skewagg.skew.minPartitionSize)"), text)
+    }
+    withSQLConf(conf ++ Seq(adaptiveOn, SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "0",
+        SkewAggConf.SKEW_FACTOR.key -> "1000"): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("not more than 1000.0x the median (spark.skewagg.skew.factor)"), text)
+    }
+  }
+
+  test("left alone: the NO_SKEW_AGG hint, and skewagg switched off") {
+    withSQLConf(conf :+ adaptiveOn: _*) {
+      val hinted = fact(spark, skewed = true).join(dim(spark), "k").groupBy("k").agg(sum("v"))
+        .hint("no_skew_agg")
+      assert(explainAfterRun(hinted).contains("left alone: hint NO_SKEW_AGG."))
+    }
+    withSQLConf(conf ++ Seq(adaptiveOn, SkewAggConf.ENABLED.key -> "false"): _*) {
+      assert(explainAfterRun(skewedJoinAgg())
+        .contains("left alone: skewagg is off (spark.skewagg.enabled=false)."))
+    }
+  }
+
+  test("left alone under Spark's default cost model: recorded by the rule, naming the setting") {
+    withSQLConf(conf ++ Seq(adaptiveOn,
+        SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key -> null): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("Spark's default adaptive cost model rejects"), text)
+      assert(text.contains("spark.sql.adaptive.customCostEvaluatorClass=io.skewagg.SkewAggCostEvaluator"), text)
+    }
+  }
+
+  test("adaptive plans not yet run, and plans without adaptive execution") {
+    withSQLConf(conf :+ adaptiveOn: _*) {
+      val text = SkewAggDecisions.explain(skewedJoinAgg().queryExecution.executedPlan)
+      assert(text.contains("not decided yet"), text)
+    }
+    withSQLConf(conf :+ (SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false"): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("adaptive execution is off (spark.sql.adaptive.enabled=false)"), text)
+    }
+  }
+
+  test("a plain groupBy: Spark's partial aggregation already combines a hot key per task") {
+    withSQLConf(conf :+ adaptiveOn: _*) {
+      val text = explainAfterRun(fact(spark, skewed = true).groupBy("k").agg(sum("v")))
+      assert(text.contains("already aggregates each task's rows before the shuffle"), text)
+      assert(SkewAggDecisions.explain(spark.range(3).queryExecution.executedPlan)
+        .contains("no aggregate"))
+    }
+  }
+
+  test("EXPLAIN EXTENDED shows the same text through spark.sql.extendedExplainProviders") {
+    withSQLConf(conf ++ Seq(adaptiveOn,
+        "spark.sql.extendedExplainProviders" -> "io.skewagg.SkewAggExplainGenerator"): _*) {
+      val df = skewedJoinAgg()
+      df.collect()
+      val text = df.queryExecution.toString
+      assert(text.contains("== Extended Information (skewagg) =="), text)
+      assert(text.contains("rewritten: skew split of the join below the aggregate"), text)
+    }
+  }
+}
