@@ -98,7 +98,7 @@ class SkewVerdict:
                 why = f"not more than {self.factor:g}x the median ({SKEW_FACTOR_KEY})"
             return (f"not skewed: largest partition {pid} is about {format_bytes(size)}, "
                     f"{ratio} the median {format_bytes(self.median_bytes)}, {why}. skewagg "
-                    f"would leave a groupBy on these keys as Spark plans it.")
+                    f"would leave an aggregate over a shuffle on these keys as Spark plans it.")
         pid, size = self.skewed_partitions[0]
         pieces = max(2, math.ceil(size / max(1, self.split_bytes)))
         more = len(self.skewed_partitions) - 1
@@ -129,6 +129,7 @@ class SkewReport:
     verdict: Optional[SkewVerdict] = None
     gini: float = 0.0
     notes: List[str] = field(default_factory=list)
+    partitions_source: str = "spark.sql.shuffle.partitions"
 
     @property
     def empty(self) -> bool:
@@ -181,7 +182,7 @@ class SkewReport:
             ("top-1 key share", f"{self.top_share(1):.1%}"),
             ("top-10 keys share", f"{self.top_share(10):.1%}"),
             ("Gini of rows per key", f"{self.gini:.3f} (0 = even, 1 = one key)"),
-            ("hash partitions", f"{self.num_partitions} (spark.sql.shuffle.partitions)"),
+            ("hash partitions", f"{self.num_partitions} ({self.partitions_source})"),
             ("largest partition", f"partition {pid}: {largest:,} rows, {ratio}"),
             ("median partition", f"{median:,} rows"),
             ("average row size", f"about {self.row_bytes:.0f} bytes (estimate, uncompressed)"),
@@ -276,24 +277,13 @@ class SkewReport:
 
 
 def _pyplot() -> Any:
-    try:
-        import matplotlib
-
-        if not _has_display():
-            matplotlib.use("Agg")
+    try:  # without a display, matplotlib falls back to its Agg backend by itself
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise SkewAggError(
             "plot() needs matplotlib: pip install 'skewagg[plot]' (or pip install matplotlib)"
         ) from exc
     return plt
-
-
-def _has_display() -> bool:
-    import os
-    import sys
-
-    return "ipykernel" in sys.modules or bool(os.environ.get("MPLBACKEND"))
 
 
 def _key_text(key: Tuple[Any, ...]) -> str:
@@ -368,6 +358,7 @@ def analyze(
     names = _check_keys(df, keys)
     spark = df.sparkSession
     n = int(num_partitions or int(_conf(spark, "spark.sql.shuffle.partitions", "200")))
+    source = "num_partitions" if num_partitions else "spark.sql.shuffle.partitions"
     if n < 1:
         raise SkewAggError(f"num_partitions must be at least 1, got {n}")
     cols = [F.col(f"`{k}`") for k in names]
@@ -421,5 +412,5 @@ def analyze(
         heavy_keys=heavy_keys, key_frequencies=frequencies, num_partitions=n,
         partition_rows=partition_rows, partition_bytes=partition_bytes,
         row_bytes=sum(partition_bytes) / rows, verdict=verdict, gini=gini(frequencies),
-        notes=notes,
+        notes=notes, partitions_source=source,
     )

@@ -39,6 +39,7 @@ class StageTimes:
     name: str
     durations_ms: List[int] = field(default_factory=list)
     records: List[int] = field(default_factory=list)
+    bytes: List[int] = field(default_factory=list)
 
     @property
     def max_ms(self) -> int:
@@ -72,6 +73,7 @@ class QueryTimes:
                 stage=entry["stage"], attempt=entry["attempt"], name=entry["name"],
                 durations_ms=[t["durationMs"] for t in tasks],
                 records=[t["records"] for t in tasks],
+                bytes=[t.get("bytes", 0) for t in tasks],
             ))
         return QueryTimes(stages)
 

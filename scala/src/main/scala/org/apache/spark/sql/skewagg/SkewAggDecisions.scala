@@ -71,6 +71,9 @@ object SkewAggDecisions {
       val keys = a.groupingExpressions.map(_.name).mkString(", ")
       val functions = a.aggregateExpressions.map(_.aggregateFunction.sql(false)).mkString(", ")
       s"group by [$keys] computing [$functions] (${a.nodeName})"
+    case p: AggregateInPandasExec =>
+      s"group by [${p.groupingExpressions.map(_.name).mkString(", ")}] computing " +
+        s"[${p.aggExpressions.map(_.aggregateFunction.sql(false)).mkString(", ")}] (${p.nodeName})"
     case other => other.nodeName
   }
 
