@@ -42,8 +42,9 @@ demo: setup ## the main job: a skewed aggregation run with skewagg off and on
 bench: setup ## benchmark suite (20M rows, ~45 min on 2 cores): benchmarks/results/*.json, docs/benchmarks.md
 	$(WITH_JDK17) $(PY) benchmarks/bench.py $(BENCH_ARGS)
 
-docs: ## regenerate docs/configs.md from the config object
+docs: setup ## regenerate docs/configs.md, and docs/*.md from docs/src (examples run on small data, PNGs)
 	build/sbt "Test/runMain org.apache.spark.sql.skewagg.GenerateConfigDocs"
+	$(WITH_JDK17) $(PY) docs/generate.py
 
 clean: ## remove build output (keeps .venv and the sbt launcher)
 	rm -rf target project/target project/project python/skewagg/jars/*.jar *.egg-info python/*.egg-info spark-warehouse

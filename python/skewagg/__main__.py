@@ -29,7 +29,8 @@ def analyze_file(path: str, keys: str, fmt: Optional[str], top: int,
     from skewagg.report import analyze
 
     builder = (SparkSession.builder.master("local[*]").appName("skewagg analyze")
-               .config("spark.ui.enabled", "false"))
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
     spark = skewagg.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:

@@ -199,7 +199,7 @@ class SkewReport:
         lines.append("")
         lines.append(f"  Heaviest keys (top {len(self.heavy_keys)}):")
         header = ("rank", "rows", "share", "key")
-        table = [(str(i + 1), f"{k.rows:,}", f"{k.share:.1%}", _key_text(k.key))
+        table = [(str(i + 1), f"{k.rows:,}", _share(k.share), _key_text(k.key))
                  for i, k in enumerate(self.heavy_keys)]
         widths = [max(len(r[c]) for r in [header] + table) for c in range(3)]
         lines.append("    " + "  ".join(h.rjust(w) for h, w in zip(header, widths)) + "  key")
@@ -221,7 +221,7 @@ class SkewReport:
         parts += [f"<tr><th style='text-align:left'>{esc(k)}</th><td style='text-align:left'>"
                   f"{esc(v)}</td></tr>" for k, v in self.summary()]
         parts.append("</table><table><tr><th>rank</th><th>rows</th><th>share</th><th>key</th></tr>")
-        parts += [f"<tr><td>{i + 1}</td><td>{k.rows:,}</td><td>{k.share:.1%}</td>"
+        parts += [f"<tr><td>{i + 1}</td><td>{k.rows:,}</td><td>{_share(k.share)}</td>"
                   f"<td>{esc(_key_text(k.key))}</td></tr>" for i, k in enumerate(self.heavy_keys)]
         parts.append("</table>")
         parts += [f"<p>Note: {esc(n)}</p>" for n in self.notes]
@@ -284,6 +284,10 @@ def _pyplot() -> Any:
             "plot() needs matplotlib: pip install 'skewagg[plot]' (or pip install matplotlib)"
         ) from exc
     return plt
+
+
+def _share(share: float) -> str:
+    return f"{share:.1%}" if share >= 0.001 or share == 0 else f"{share:.3%}"
 
 
 def _key_text(key: Tuple[Any, ...]) -> str:

@@ -18,6 +18,7 @@ on N cores.
 from __future__ import annotations
 
 import html
+import re
 import statistics
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
@@ -27,9 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 DEFAULT_SLOTS = (64, 512)
-
-_COLUMNS = ["stage", "name", "tasks", "max_ms", "median_ms", "max_records", "median_records",
-            "records", "bytes"]
 
 
 class StageReport:
@@ -80,7 +78,8 @@ class StageReport:
             records = s.records or [0]
             row = {
                 "stage": s.stage if not s.attempt else f"{s.stage}.{s.attempt}",
-                "name": s.name, "tasks": len(s.durations_ms), "max_ms": s.max_ms,
+                "name": re.sub(r" at \S*/", " at ", s.name), "tasks": len(s.durations_ms),
+                "max_ms": s.max_ms,
                 "median_ms": s.median_ms, "max_records": max(records),
                 "median_records": float(statistics.median(records)), "records": sum(records),
                 "bytes": sum(s.bytes),

@@ -42,7 +42,8 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     }
     if (!costModelAccepts) {
       SplitSkewedJoinBelowAggregate.warnCostModelOnce()
-      plan.foreach(p => if (isCandidate(p)) SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
+      plan.foreach(p =>
+        if (isCandidate(p)) SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
       return plan
     }
     val split = plan.transformDown {

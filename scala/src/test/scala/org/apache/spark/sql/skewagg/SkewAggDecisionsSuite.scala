@@ -68,6 +68,23 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     }
   }
 
+  test("left alone although skewed: recorded by the rules where nothing can be split") {
+    withSQLConf(conf :+ adaptiveOn: _*) {
+      val outer = fact(spark, skewed = true).join(dim(spark), Seq("k"), "right_outer")
+        .groupBy("k").agg(sum("v"))
+      val text = explainAfterRun(outer)
+      assert(text.contains("the skewed partition is on a side the join type does not let Spark " +
+        "split"), text)
+      // One map task (a single-partition range) writes the whole repartition.
+      val oneWriter = spark.range(0, 20000, 1, 1)
+        .select(when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") % 1000).as("k"),
+          col("id").as("v"))
+        .repartition(col("k")).groupBy("k").agg(sum("v"))
+      val text2 = explainAfterRun(oneWriter)
+      assert(text2.contains("one map task wrote each skewed partition"), text2)
+    }
+  }
+
   test("adaptive plans not yet run, and plans without adaptive execution") {
     withSQLConf(conf :+ adaptiveOn: _*) {
       val text = SkewAggDecisions.explain(skewedJoinAgg().queryExecution.executedPlan)
