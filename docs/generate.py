@@ -57,7 +57,7 @@ def orders(spark):  # type: ignore[no-untyped-def]
 
     uniform = (F.col("id") * 7919) % 10_000
     customer = F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(uniform)
-    return spark.range(0, ROWS).select(customer.alias("customer_id"),
+    return spark.range(0, ROWS, 1, 8).select(customer.alias("customer_id"),
                                        ((F.col("id") % 1000) / 10.0).alias("amount"))
 
 
