@@ -35,6 +35,9 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectQueryStagePrepRule(SplitSkewedJoinBelowAggregate(_))
     // Adaptive query-stage preparation: read skewed buckets unbucketed below an aggregate.
     extensions.injectQueryStagePrepRule(SplitSkewedBucketsBelowAggregate(_))
+    // Adaptive query-stage optimization: read the partial-result exchanges skewagg added in
+    // coalesced partitions.
+    extensions.injectQueryStageOptimizerRule(CoalescePartialResultExchanges(_))
     // Before columnar transitions (non-adaptive plans' only post-exchange hook): the same
     // planning-time rewrites for plans that adaptive execution does not handle.
     extensions.injectColumnar(PlanColumnarHook(_))

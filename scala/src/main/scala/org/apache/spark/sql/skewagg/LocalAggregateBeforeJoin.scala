@@ -4,64 +4,97 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, PythonUDAF}
 import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Join, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, BROADCAST, Join, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
 
 /**
  * Logical rule (pre-CBO batch, after operator optimization).
  *
- * Matches: `Aggregate(keys, aggs)` over a join (directly or through a column-pruning Project)
- * when the aggregate carries the SKEW_AGG hint, every aggregate function reads only one side's
- * columns (the aggregated side), and no row of the other side can reach the aggregate without a
- * match: inner joins; left outer, left semi and left anti joins aggregating the left side; right
- * outer joins aggregating the right side.
+ * Matches: `Aggregate(keys, aggs)` over an equi-join (directly or through a column-pruning
+ * Project) when every aggregate function reads only one side's columns (the aggregated side, S)
+ * and no row of the other side can reach the aggregate without a match: inner joins; left outer,
+ * left semi and left anti joins aggregating the left side; right outer joins aggregating the
+ * right side.
  *
  * Produces: `FinalAggregate(keys, aggs)` over the join of `PartialAggregate(S-keys, aggs, S)` with
- * the other side, where S-keys are the aggregated side's grouping columns and the columns the join
- * condition reads from it. A hot key's rows collapse to one row per upstream task before the
- * join's shuffle. Exact for every partially aggregatable function: a partial buffer joined to m
- * rows is merged m times, which is what aggregating each of its rows m times gives.
+ * the other side, where S-keys are S's grouping columns and the columns the join condition reads
+ * from it. A hot key's rows collapse before the join's shuffle. Exact for every partially
+ * aggregatable function: a partial buffer joined to m rows is merged m times, which is what
+ * aggregating each of its rows m times gives. When every aggregate is DISTINCT, S's rows are
+ * deduplicated on S-keys and the DISTINCT columns instead, and the aggregate stays as it is:
+ * DISTINCT ignores how often a row repeats.
+ *
+ * With the SKEW_AGG hint the partial aggregate is Spark's (every row aggregated). Without it, the
+ * partial aggregate is a [[FlushingPartialAggregateExec]] that aggregates only while its own
+ * counts show that it reduces rows, and only before a join Spark will shuffle (both sides above
+ * the broadcast threshold, no broadcast hint): before a selective or broadcast join a full
+ * partial aggregate can cost more than it saves.
  *
  * Refuses when skewagg or `spark.skewagg.join.localAggregate.enabled` is off, the aggregate has
- * no SKEW_AGG hint (it can cost more than it saves before a selective join, so it needs that
- * evidence), has DISTINCT or Python aggregates, groups by computed expressions, the Project in
- * between computes columns, or the join type and aggregated side do not match as above.
+ * the NO_SKEW_AGG hint, mixes DISTINCT and other aggregates, has FILTER clauses on DISTINCT or
+ * Python aggregates, groups by computed expressions, the Project in between computes columns,
+ * the join type and aggregated side do not match as above, or (without the hint) it has holistic
+ * aggregates (their partial buffers are as large as their input).
  */
 case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalPlan] {
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
     if (!SkewAggConf.enabled(conf, SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED)) return plan
     plan.transformUp {
-      case agg: Aggregate if SkewAggHints.forced(agg) && !agg.isStreaming =>
-        rewrite(agg).getOrElse(agg)
+      case agg: Aggregate if !agg.isStreaming && !SkewAggHints.forbidden(agg) =>
+        rewrite(agg, forced = SkewAggHints.forced(agg)).getOrElse(agg)
     }
   }
 
-  private def rewrite(agg: Aggregate): Option[LogicalPlan] = agg match {
+  private def rewrite(agg: Aggregate, forced: Boolean): Option[LogicalPlan] = agg match {
     case PhysicalAggregation(grouping, aggregates, result, _)
         if grouping.nonEmpty && grouping.forall(_.isInstanceOf[Attribute]) &&
-          aggregates.nonEmpty && !aggregates.exists(_.isDistinct) &&
-          !aggregates.exists(_.aggregateFunction.isInstanceOf[PythonUDAF]) =>
-      joinBelow(agg.child).flatMap { join =>
-        val aggregateRefs = AttributeSet(aggregates.flatMap(_.references))
-        aggregatedSide(join, aggregateRefs).map { side =>
-          val s = if (side == "left") join.left else join.right
-          val conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
-          val keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq)
-            .filter(s.outputSet.contains).distinct
-          val partial = PartialAggregate(keys, aggregates, s)
-          val newJoin =
-            if (side == "left") join.copy(left = partial) else join.copy(right = partial)
-          FinalAggregate(grouping, aggregates, result, newJoin)
+          aggregates.nonEmpty &&
+          !aggregates.exists(_.aggregateFunction.isInstanceOf[PythonUDAF]) &&
+          (forced || !aggregates.exists(_.aggregateFunction.isInstanceOf[TypedImperativeAggregate[_]])) =>
+      val distinctOnly = aggregates.forall(_.isDistinct)
+      if (aggregates.exists(_.isDistinct) && (!distinctOnly || aggregates.exists(_.filter.isDefined))) {
+        return None
+      }
+      for {
+        (join, projected) <- joinBelow(agg.child)
+        if forced || shuffled(join)
+        side <- aggregatedSide(join, AttributeSet(aggregates.flatMap(_.references)))
+      } yield {
+        val s = if (side == "left") join.left else join.right
+        val conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
+        val keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq)
+          .filter(s.outputSet.contains).distinct
+        def withSide(p: LogicalPlan) = if (side == "left") join.copy(left = p) else join.copy(right = p)
+        if (distinctOnly) {
+          val kept = (keys ++ aggregates.flatMap(_.references).filter(s.outputSet.contains)).distinct
+          // Every column of S read above the join must survive the deduplication.
+          val readAbove = (AttributeSet(agg.references) ++ projected) intersect s.outputSet
+          if (!readAbove.subsetOf(AttributeSet(kept))) return None
+          agg.copy(child = withSide(PartialAggregate(kept, Nil, s, flushing = !forced)))
+        } else {
+          FinalAggregate(grouping, aggregates, result,
+            withSide(PartialAggregate(keys, aggregates, s, flushing = !forced)))
         }
       }
     case _ => None
   }
 
-  private def joinBelow(plan: LogicalPlan): Option[Join] = plan match {
-    case j: Join => Some(j)
-    case p: Project if p.projectList.forall(_.isInstanceOf[Attribute]) => joinBelow(p.child)
+  /** The join under `plan`, and the columns a Project in between reads. */
+  private def joinBelow(plan: LogicalPlan): Option[(Join, AttributeSet)] = plan match {
+    case j: Join => Some((j, AttributeSet.empty))
+    case p: Project if p.projectList.forall(_.isInstanceOf[Attribute]) =>
+      joinBelow(p.child).map { case (j, refs) => (j, refs ++ p.references) }
     case _ => None
+  }
+
+  /** Spark will shuffle both sides: an equi-join, neither side broadcast by size or hint. */
+  private def shuffled(join: Join): Boolean = {
+    val threshold = conf.autoBroadcastJoinThreshold
+    def large(p: LogicalPlan) = threshold < 0 || p.stats.sizeInBytes > threshold
+    join.condition.isDefined && large(join.left) && large(join.right) &&
+      !Seq(join.hint.leftHint, join.hint.rightHint).flatten.exists(_.strategy.contains(BROADCAST))
   }
 
   /** "left" or "right": the side whose rows the aggregate functions read, when that is exact. */

@@ -37,6 +37,7 @@ object PartialAggregates {
     case agg: BaseAggregateExec if agg.aggregateExpressions.nonEmpty =>
       agg.aggregateExpressions.forall(e => e.mode == Partial || e.mode == PartialMerge)
     case agg: BaseAggregateExec => agg.requiredChildDistributionExpressions.isEmpty
+    case _: FlushingPartialAggregateExec => true
     case _ => false
   }
 

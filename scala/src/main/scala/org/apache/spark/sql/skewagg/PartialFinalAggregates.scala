@@ -6,17 +6,21 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
 import org.apache.spark.sql.execution.{PlanLater, ProjectExec, SparkPlan, SparkStrategy}
-import org.apache.spark.sql.execution.aggregate.AggUtils
+import org.apache.spark.sql.execution.aggregate.{AggUtils, BaseAggregateExec}
+import org.apache.spark.sql.internal.SQLConf
 
 /**
  * The partial half of an aggregate as a logical operator: groups `child` by `groupingExpressions`
  * and outputs, per group, the keys and the aggregation buffers of `aggregateExpressions`, which a
- * [[FinalAggregate]] above merges. Created by [[LocalAggregateBeforeJoin]].
+ * [[FinalAggregate]] above merges (with no aggregate expressions: the distinct keys). Created by
+ * [[LocalAggregateBeforeJoin]]. With `flushing`, a group may be emitted in several rows
+ * ([[FlushingPartialAggregateExec]]).
  */
 case class PartialAggregate(
     groupingExpressions: Seq[NamedExpression],
     aggregateExpressions: Seq[AggregateExpression],
-    child: LogicalPlan) extends UnaryNode {
+    child: LogicalPlan,
+    flushing: Boolean) extends UnaryNode {
   override def output: Seq[Attribute] = groupingExpressions.map(_.toAttribute) ++
     aggregateExpressions.flatMap(_.aggregateFunction.inputAggBufferAttributes)
   override protected def withNewChildInternal(newChild: LogicalPlan): PartialAggregate =
@@ -58,11 +62,17 @@ case class FinalAggregate(
  */
 case class PlanPartialAndFinalAggregates(session: SparkSession) extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case PartialAggregate(grouping, aggregates, child) =>
+    case PartialAggregate(grouping, aggregates, child, flushing) =>
       val planned = AggUtils.planAggregateWithoutDistinct(
         normalize(grouping), aggregates, grouping.map(_.toAttribute), planLater(child))
-      planned.headOption.map { finalAgg =>
-        SkewAggLocalStageExec.mark(finalAgg.children.head, "partial aggregate before the join")
+      val what = if (aggregates.isEmpty) "deduplication" else "partial aggregate"
+      planned.headOption.map(_.children.head).map {
+        case partial: BaseAggregateExec if flushing =>
+          SkewAggLocalStageExec.mark(FlushingPartialAggregateExec.from(partial,
+            SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
+            SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION)),
+            s"flushing $what before the join")
+        case partial => SkewAggLocalStageExec.mark(partial, s"$what before the join")
       }.toSeq
     case FinalAggregate(grouping, aggregates, result, child) =>
       val planned = AggUtils.planAggregateWithoutDistinct(

@@ -88,13 +88,37 @@ object SkewAggConf {
 
   val JOIN_LOCAL_AGGREGATE_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.join.localAggregate.enabled")
-      .doc("For an aggregate with the SKEW_AGG hint over a join whose aggregate functions read " +
-        "one side only: aggregate that side partially before the join (by its grouping and " +
-        "join columns), join the partial results, and merge them after the join. Needs the " +
-        "hint because before a selective join it can cost more than it saves.")
+      .doc("For an aggregate over a shuffled join whose aggregate functions read one side " +
+        "only: aggregate that side partially before the join (by its grouping and join " +
+        "columns), join the partial results, and merge them after the join. With the SKEW_AGG " +
+        "hint, every row is aggregated (Spark's partial aggregate); without it, a flushing " +
+        "local aggregate (spark.skewagg.localAggregate.*) aggregates only while that measurably " +
+        "reduces rows, so a hot key collapses and uniform keys pass through. DISTINCT-only " +
+        "aggregates deduplicate that side's rows instead.")
       .version("0.1.0")
       .booleanConf
       .createWithDefault(true))
+
+  val LOCAL_AGGREGATE_CAPACITY: ConfigEntry[Int] = listed(
+    buildConf("spark.skewagg.localAggregate.capacity")
+      .doc("Keys a flushing local aggregate (the unhinted partial aggregate before a join) " +
+        "holds per task. When its map is full it emits its partial rows instead of spilling, " +
+        "so its memory is bounded by this many keys' buffers.")
+      .version("0.1.0")
+      .intConf
+      .checkValue(_ >= 16, "must be at least 16")
+      .createWithDefault(16384))
+
+  val LOCAL_AGGREGATE_MIN_REDUCTION: ConfigEntry[Double] = listed(
+    buildConf("spark.skewagg.localAggregate.minReduction")
+      .doc("A flushing local aggregate keeps aggregating every key while a batch of " +
+        "spark.skewagg.localAggregate.capacity keys merged at least this many rows per key; " +
+        "below it, it keeps only the batch's heavy keys (8 times the batch's mean rows per " +
+        "key) and passes other rows through, learning again after 16 x capacity rows.")
+      .version("0.1.0")
+      .doubleConf
+      .checkValue(_ >= 1.0, "must be at least 1.0")
+      .createWithDefault(2.0))
 
   val BUCKETED_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.bucketed.enabled")
@@ -102,6 +126,17 @@ object SkewAggConf {
         "sizes are skewed (spark.skewagg.skew.*), read that table without bucketing so the hot " +
         "bucket's files are split across tasks, and exchange the partial aggregates instead. " +
         "Decided at planning from file sizes, with and without adaptive execution.")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(true))
+
+  val EXCHANGE_COALESCE_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.exchange.coalesce.enabled")
+      .doc("Adaptive execution only: read the exchanges of partial results that skewagg adds " +
+        "(one row per key and split) in coalesced partitions, as Spark's " +
+        "spark.sql.adaptive.coalescePartitions does, even when that setting is off: they " +
+        "exist only in skewagg's plans, and hundreds of tiny reduce tasks cost more than the " +
+        "merge they run. Exchanges that keep a user's repartition are left as they are.")
       .version("0.1.0")
       .booleanConf
       .createWithDefault(true))

@@ -78,16 +78,82 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
         |GROUP BY f.k, d.attr HAVING count(*) > 2""".stripMargin)))
   }
 
-  test("left alone: aggregates reading both sides, full outer joins, no hint, NO_SKEW_AGG") {
+  private def flushing(d: Differential, adaptive: Boolean): Seq[FlushingPartialAggregateExec] =
+    nodes[FlushingPartialAggregateExec](d.plan(on = true, adaptive))
+
+  private def metric(op: FlushingPartialAggregateExec, name: String): Long = op.metrics(name).value
+
+  test("without the hint: a flushing local aggregate, for every family it takes") {
+    // A map of 64 keys: batches of uniform keys reduce too little, so the hot key stays in the
+    // map and the other rows pass through; every path of the operator runs.
+    val d = differential(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k").groupBy("k")
+      .agg(sum("v"), count(lit(1)), count("v"), avg("d"), min("i"), max("i"), stddev("v"),
+        variance("d"), bool_and(col("i") > 2), bool_or(col("i") > 5), sum("d"),
+        approx_count_distinct("i"), first("i"), expr("sum(v) FILTER (WHERE i > 3)")),
+      conf :+ (SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "64"): _*)
+    assertLocal(d)
+    for (adaptive <- Seq(false, true)) {
+      val Seq(op) = flushing(d, adaptive)
+      assert(metric(op, "numFlushes") > 0 && metric(op, "numPassedThrough") > 0)
+      // 30% of the rows are key 0: they collapse to a few partial rows.
+      assert(metric(op, "numOutputRows") < metric(op, "numInputRows") * 0.8,
+        s"${metric(op, "numOutputRows")} of ${metric(op, "numInputRows")}")
+    }
+  }
+
+  test("without the hint: declarative functions pass rows through in one projection") {
+    for (ansi <- Seq("false", "true")) {
+      val d = differential(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+        .groupBy("k", "attr")
+        .agg(sum("v"), sum("d"), avg("d"), count(lit(1)), min("v"), max("d"), stddev("v"),
+          bool_and(col("i") > 2), expr("avg(d) FILTER (WHERE i > 3)"),
+          expr("count(*) FILTER (WHERE v > 10)")),
+        conf ++ Seq(SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "64",
+          "spark.sql.ansi.enabled" -> ansi): _*)
+      assertLocal(d)
+      val Seq(op) = flushing(d, adaptive = true)
+      assert(metric(op, "numPassedThrough") > 0)
+    }
+  }
+
+  test("without the hint, default capacity: the same results, the hot key merged") {
+    val d = run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k", "attr")
+      .agg(sum("v"), avg("i"), max("d")))
+    assertLocal(d)
+    val Seq(op) = flushing(d, adaptive = true)
+    assert(metric(op, "numOutputRows") < metric(op, "numInputRows"))
+  }
+
+  test("DISTINCT-only aggregates: the aggregated side deduplicated before the join") {
+    for (hint <- Seq("skew_agg", "no_hint")) {
+      val d = run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k").groupBy("k", "attr")
+        .agg(countDistinct("i"), sumDistinct(col("d")), countDistinct("i", "v")).hint(hint))
+      assertLocal(d)
+      assert(flushing(d, adaptive = true).nonEmpty == (hint != "skew_agg"))
+    }
+  }
+
+  test("left alone: aggregates reading both sides, full outer joins, NO_SKEW_AGG") {
     assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
       .agg(sum(col("v") + col("attr"))).hint("skew_agg")))
     assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), Seq("k"), "full_outer")
       .groupBy("k").agg(sum("v")).hint("skew_agg")))
     assertNotLocal(run(s => dim(s).join(fact(s, skewed = true), Seq("k"), "left_outer")
       .groupBy("k").agg(sum("v")).hint("skew_agg")))
-    assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v"))))
+    assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v"))
+      .hint("no_skew_agg")))
+    // DISTINCT mixed with other aggregates: deduplication would change the others.
     assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-      .agg(countDistinct("i")).hint("skew_agg")))
+      .agg(countDistinct("i"), sum("v")).hint("skew_agg")))
+  }
+
+  test("left alone without the hint: holistic aggregates, joins Spark may broadcast") {
+    assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+      .agg(sum("v"), size(collect_list("i")))))
+    assertNotLocal(differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+      .agg(sum("v")), conf.filterNot(_._1 == "spark.sql.autoBroadcastJoinThreshold"): _*))
+    assertNotLocal(run(s => fact(s, skewed = true).join(broadcast(dim(s)), "k").groupBy("k")
+      .agg(sum("v"))))
   }
 
   test("a hint naming a column that does not exist is a clear analysis error") {

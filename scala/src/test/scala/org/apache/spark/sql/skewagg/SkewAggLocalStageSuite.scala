@@ -27,7 +27,7 @@ class SkewAggLocalStageSuite extends SkewAggSuiteBase {
 
   test("a skew split names the skewed partition, its size and its ratio to the median") {
     val d = differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v")),
-      conf: _*)
+      conf :+ (SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false"): _*)
     val m = markers(d, adaptive = true)
     assert(m.size == 1, d.plan(on = true, adaptive = true))
     val text = m.head.simpleString(10)
@@ -45,5 +45,9 @@ class SkewAggLocalStageSuite extends SkewAggSuiteBase {
       assert(markers(d, adaptive).map(_.simpleString(10)).contains(
         "SkewAggLocalStage [partial aggregate before the join]"), d.plan(on = true, adaptive))
     }
+    val unhinted = differential(
+      s => fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v")), conf: _*)
+    assert(markers(unhinted, adaptive = true).map(_.simpleString(10)).contains(
+      "SkewAggLocalStage [flushing partial aggregate before the join]"))
   }
 }

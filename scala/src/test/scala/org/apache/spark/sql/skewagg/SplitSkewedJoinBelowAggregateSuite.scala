@@ -1,6 +1,7 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.functions._
@@ -37,8 +38,15 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase {
     assert(skewJoins(d, on = true) == 0, d.plan(on = true, adaptive = true))
   }
 
+  /** Local aggregation before the join would remove the skew first: these tests turn it off. */
   private def run(query: SparkSession => DataFrame, extra: (String, String)*): Differential =
-    differential(query, conf ++ extra: _*)
+    differential(query, conf ++ Seq(SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false") ++
+      extra: _*)
+
+  test("with local aggregation on: split where it cannot apply (aggregates read both sides)") {
+    assertSplit(differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+      .agg(sum(col("v") * col("attr")), max("i")), conf: _*))
+  }
 
   test("join on the key, then groupBy the key: skewed partition split, partials exchanged") {
     assertSplit(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
@@ -88,5 +96,26 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase {
     assertNoSplit(run(
       s => fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v")),
       SkewAggConf.JOIN_SKEW_SPLIT_ENABLED.key -> "false"))
+  }
+
+  /** Reads of a partial-result exchange: (partitions read, partitions written). */
+  private def partialResultReads(d: Differential): Seq[(Int, Int)] =
+    nodes[AQEShuffleReadExec](d.plan(on = true, adaptive = true)).collect {
+      case r @ AQEShuffleReadExec(s: ShuffleQueryStageExec, _)
+          if PartialAggregates.isCheapExchange(s.shuffle) && r.isCoalescedRead =>
+        (r.partitionSpecs.size, s.shuffle.numPartitions)
+    }
+
+  test("the partial results are read in coalesced partitions, though Spark's coalescing is off") {
+    val query = (s: SparkSession) =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v"))
+    val d = run(query)
+    assertSplit(d)
+    assert(partialResultReads(d).nonEmpty, d.plan(on = true, adaptive = true))
+    assert(partialResultReads(d).forall { case (read, written) => read < written })
+
+    val off = run(query, SkewAggConf.EXCHANGE_COALESCE_ENABLED.key -> "false")
+    assertSplit(off)
+    assert(partialResultReads(off).isEmpty, off.plan(on = true, adaptive = true))
   }
 }

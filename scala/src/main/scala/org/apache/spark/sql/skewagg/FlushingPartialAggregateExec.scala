@@ -1,0 +1,244 @@
+package org.apache.spark.sql.skewagg
+
+import java.util.{HashMap => JHashMap}
+
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, AttributeReference, Expression, GenericInternalRow, If, MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, DeclarativeAggregate, Partial}
+import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.aggregate.{AggregationIterator, BaseAggregateExec}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+
+/**
+ * A partial aggregate that flushes instead of spilling, and aggregates only where it pays.
+ *
+ * It keeps at most `capacity` keys in memory. While it learns, every key goes into the map; when
+ * the map is full it emits all its partial rows (a flush) and measures the batch: rows read per
+ * key kept. When that reduction is at least `minReduction` it goes on learning; when it is lower,
+ * it keeps only the batch's heavy keys (at least 8 times the batch's mean rows per key), merges
+ * their rows in place and passes every other row through as a one-row partial, then learns again
+ * after `16 x capacity` rows. A hot key therefore leaves a task as a handful of rows, while
+ * uniform keys cost one probe of a small map per row: never a spill, never a hash table of all
+ * keys. Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
+ * buffers), possibly with several rows per key, which the final aggregate merges.
+ */
+case class FlushingPartialAggregateExec(
+    groupingExpressions: Seq[NamedExpression],
+    aggregateExpressions: Seq[AggregateExpression],
+    aggregateAttributes: Seq[Attribute],
+    resultExpressions: Seq[NamedExpression],
+    capacity: Int,
+    minReduction: Double,
+    child: SparkPlan) extends UnaryExecNode {
+
+  require(aggregateExpressions.forall(_.mode == Partial), "only partial aggregation flushes")
+
+  override def output: Seq[Attribute] = resultExpressions.map(_.toAttribute)
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "numInputRows" -> SQLMetrics.createMetric(sparkContext, "rows read"),
+    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "partial rows emitted"),
+    "numFlushes" -> SQLMetrics.createMetric(sparkContext, "flushes of the key map"),
+    "numPassedThrough" -> SQLMetrics.createMetric(sparkContext,
+      "rows passed through (reduction too low)"))
+
+  override def simpleString(maxFields: Int): String =
+    s"FlushingPartialAggregate(keys=${groupingExpressions.map(_.name).mkString("[", ", ", "]")}, " +
+      s"functions=${aggregateExpressions.map(_.toString).mkString("[", ", ", "]")}, " +
+      s"capacity=$capacity)"
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val m = (longMetric("numInputRows"), longMetric("numOutputRows"), longMetric("numFlushes"),
+      longMetric("numPassedThrough"))
+    val input = child.output
+    child.execute().mapPartitionsWithIndexInternal { (partIndex, rows) =>
+      if (!rows.hasNext) Iterator.empty
+      else new FlushingAggregationIterator(partIndex, groupingExpressions, input, rows,
+        aggregateExpressions, aggregateAttributes, resultExpressions,
+        MutableProjection.create(_, _), capacity, minReduction, m)
+    }
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): FlushingPartialAggregateExec =
+    copy(child = newChild)
+}
+
+object FlushingPartialAggregateExec {
+  /** The flushing form of Spark's partial aggregate `partial` (as AggUtils planned it). */
+  def from(partial: BaseAggregateExec, capacity: Int, minReduction: Double)
+      : FlushingPartialAggregateExec = FlushingPartialAggregateExec(
+    partial.groupingExpressions, partial.aggregateExpressions, partial.aggregateAttributes,
+    partial.resultExpressions, capacity, minReduction, partial.child)
+}
+
+/** Per task: the map, the flushes and the pass-through mode of [[FlushingPartialAggregateExec]]. */
+private class FlushingAggregationIterator(
+    partIndex: Int,
+    groupingExpressions: Seq[NamedExpression],
+    inputAttributes: Seq[Attribute],
+    input: Iterator[InternalRow],
+    aggregateExpressions: Seq[AggregateExpression],
+    aggregateAttributes: Seq[Attribute],
+    resultExpressions: Seq[NamedExpression],
+    newMutableProjection: (Seq[Expression], Seq[Attribute]) => MutableProjection,
+    capacity: Int,
+    minReduction: Double,
+    metrics: (SQLMetric, SQLMetric, SQLMetric, SQLMetric))
+  extends AggregationIterator(partIndex, groupingExpressions, inputAttributes,
+    aggregateExpressions, aggregateAttributes, 0, resultExpressions, newMutableProjection) {
+
+  private[this] val (rowsIn, rowsOut, flushes, passedThrough) = metrics
+
+  /** A key's buffer and the rows merged into it since the last flush. */
+  private final class Entry(val buffer: InternalRow) { var rows: Long = 0 }
+
+  private[this] val bufferTypes = aggregateFunctions.flatMap(_.aggBufferAttributes).map(_.dataType)
+  private[this] val unsafeBuffers = bufferTypes.forall(UnsafeRow.isMutable)
+  private[this] val emptyUnsafeBuffer: UnsafeRow =
+    if (unsafeBuffers) UnsafeProjection.create(bufferTypes.toArray).apply(
+      new GenericInternalRow(bufferTypes.length)).copy()
+    else null
+
+  private def newBuffer(): InternalRow = {
+    val buffer = if (unsafeBuffers) emptyUnsafeBuffer.copy() else new GenericInternalRow(bufferTypes.length)
+    initializeBuffer(buffer)
+    buffer
+  }
+
+  /**
+   * When every function is declarative: a row's one-row partial in a single projection (the
+   * update expressions over the initial buffer values), for rows passed through.
+   */
+  private[this] val oneRowPartial: Option[UnsafeProjection] = {
+    val declarative = aggregateExpressions.zip(aggregateFunctions).collect {
+      case (ae, d: DeclarativeAggregate) => (ae, d)
+    }
+    if (declarative.size != aggregateExpressions.size) None
+    else {
+      val buffers = declarative.flatMap { case (ae, d) =>
+        val initial = AttributeMap(d.aggBufferAttributes.zip(d.initialValues))
+        d.updateExpressions.zip(d.initialValues).map { case (update, init) =>
+          val once = update.transform { case a: AttributeReference if initial.contains(a) => initial(a) }
+          ae.filter.map(f => If(f, once, init)).getOrElse(once)
+        }
+      }
+      val projection = UnsafeProjection.create(groupingExpressions ++ buffers, inputAttributes)
+      projection.initialize(partIndex)
+      Some(projection)
+    }
+  }
+
+  private[this] var map = new JHashMap[UnsafeRow, Entry](capacity * 2)
+  private[this] var learning = true
+  private[this] var rowsSinceFlush = 0L
+  private[this] var rowsUntilLearning = 0L
+  private[this] val scratch = newBuffer()
+
+  /** Entries being emitted by a flush (or at the end), and the row that triggered the flush. */
+  private[this] var draining: java.util.Iterator[java.util.Map.Entry[UnsafeRow, Entry]] = null
+  private[this] var deferred: InternalRow = null
+  private[this] var next: UnsafeRow = null
+
+  override def hasNext: Boolean = next != null || advance()
+
+  override def next(): UnsafeRow = {
+    if (!hasNext) throw new NoSuchElementException
+    val row = next
+    next = null
+    rowsOut += 1
+    row
+  }
+
+  /** Finds the next output row; false when the input and the map are exhausted. */
+  private def advance(): Boolean = {
+    while (true) {
+      if (draining != null) {
+        if (draining.hasNext) {
+          val e = draining.next()
+          next = generateOutput(e.getKey, e.getValue.buffer)
+          return true
+        }
+        draining = null
+        if (deferred != null) {
+          val row = deferred
+          deferred = null
+          if (consume(row)) return true
+        }
+      } else if (input.hasNext) {
+        rowsIn += 1
+        if (consume(input.next())) return true
+      } else if (!map.isEmpty) {
+        draining = map.entrySet().iterator()
+        map = new JHashMap[UnsafeRow, Entry](capacity * 2)
+      } else {
+        return false
+      }
+    }
+    false
+  }
+
+  /** Merges `row` into the map; true when it produced an output row (`next`) instead. */
+  private def consume(row: InternalRow): Boolean = {
+    if (!learning && map.isEmpty && oneRowPartial.isDefined) return passThrough(row, null)
+    val key = groupingProjection(row)
+    val entry = map.get(key)
+    if (entry != null) {
+      processRow(entry.buffer, row)
+      entry.rows += 1
+      rowsSinceFlush += 1
+      false
+    } else if (learning && map.size < capacity) {
+      val e = new Entry(newBuffer())
+      processRow(e.buffer, row)
+      e.rows = 1
+      map.put(key.copy(), e)
+      rowsSinceFlush += 1
+      false
+    } else if (learning) {
+      flush(row.copy())
+      false
+    } else {
+      passThrough(row, key)
+    }
+  }
+
+  /** `row` is not worth a place in the map: its one-row partial is the next output row. */
+  private def passThrough(row: InternalRow, key: UnsafeRow): Boolean = {
+    passedThrough += 1
+    rowsUntilLearning -= 1
+    if (rowsUntilLearning <= 0) {
+      flush(null) // the heavy keys' buffers, then learn afresh
+      learning = true
+    }
+    next = oneRowPartial match {
+      case Some(projection) => projection(row)
+      case None =>
+        initializeBuffer(scratch)
+        processRow(scratch, row)
+        generateOutput(if (key != null) key else groupingProjection(row), scratch)
+    }
+    true
+  }
+
+  /**
+   * Emits the map. After a batch that reduced too little, keeps the heavy keys' places (their
+   * buffers are emitted and renewed) and stops learning for a while.
+   */
+  private def flush(trigger: InternalRow): Unit = {
+    flushes += 1
+    val keys = math.max(1, map.size)
+    val reduction = rowsSinceFlush.toDouble / keys
+    val emitted = map
+    map = new JHashMap[UnsafeRow, Entry](capacity * 2)
+    if (learning && reduction < minReduction) {
+      val heavy = 8 * reduction
+      emitted.forEach { (k, e) => if (e.rows >= heavy) map.put(k.copy(), new Entry(newBuffer())) }
+      learning = false
+      rowsUntilLearning = 16L * capacity
+    }
+    rowsSinceFlush = 0
+    draining = emitted.entrySet().iterator()
+    deferred = trigger
+  }
+}
