@@ -2,6 +2,8 @@
 
 # No `from __future__ import annotations`: pandas_udf reads the UDAF's type hints at run time.
 
+from typing import Iterator
+
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -9,6 +11,17 @@ from pyspark.sql.types import DoubleType
 
 import skewagg
 from test_join_skew_split import dim, fact, small_skew_settings  # noqa: F401 (fixture)
+
+
+LOCAL_AGGREGATE = "spark.skewagg.join.localAggregate.enabled"
+
+
+@pytest.fixture
+def no_local_aggregate(spark: SparkSession) -> Iterator[None]:
+    """Local aggregation before the join would take the skew away first: off here."""
+    spark.conf.set(LOCAL_AGGREGATE, "false")
+    yield
+    spark.conf.unset(LOCAL_AGGREGATE)
 
 
 def test_configure_appends_the_explain_provider() -> None:
@@ -19,6 +32,13 @@ def test_configure_appends_the_explain_provider() -> None:
 
 
 @pytest.mark.usefixtures("small_skew_settings")
+def test_local_aggregation_before_the_join_names_itself(spark: SparkSession) -> None:
+    df = fact(spark, skewed=True).join(dim(spark), "k").groupBy("k").agg(F.sum("v"))
+    assert "rewritten: flushing partial aggregate before the join" in \
+        skewagg.explain_text(df, run=True)
+
+
+@pytest.mark.usefixtures("small_skew_settings", "no_local_aggregate")
 def test_rewritten_join_after_the_query_ran(spark: SparkSession, capsys: pytest.CaptureFixture) -> None:
     df = fact(spark, skewed=True).join(dim(spark), "k").groupBy("k").agg(F.sum("v"))
     before = skewagg.explain_text(df)
@@ -34,7 +54,7 @@ def test_rewritten_join_after_the_query_ran(spark: SparkSession, capsys: pytest.
     assert "rewritten: skew split of the join below the aggregate" in spark_out
 
 
-@pytest.mark.usefixtures("small_skew_settings")
+@pytest.mark.usefixtures("small_skew_settings", "no_local_aggregate")
 def test_refusals_name_their_reason_and_numbers(spark: SparkSession) -> None:
     uniform = fact(spark, skewed=False).join(dim(spark), "k").groupBy("k").agg(F.sum("v"))
     text = skewagg.explain_text(uniform, run=True)

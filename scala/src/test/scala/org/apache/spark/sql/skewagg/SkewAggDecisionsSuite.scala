@@ -10,6 +10,8 @@ import SkewTestData._
 class SkewAggDecisionsSuite extends SkewAggSuiteBase {
 
   private val adaptiveOn = SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"
+  /** Local aggregation before the join would take the skew away first: off, except where said. */
+  private val base = conf ++ Seq(adaptiveOn, SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false")
 
   /** Runs `df` and explains its executed (for adaptive: final) plan. */
   private def explainAfterRun(df: DataFrame): String = {
@@ -21,7 +23,7 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     fact(spark, skewed = true).join(dim(spark), "k").groupBy("k").agg(sum("v"))
 
   test("a rewritten aggregate names the rewrite and the skewed partition's numbers") {
-    withSQLConf(conf :+ adaptiveOn: _*) {
+    withSQLConf(base: _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("aggregate 1: group by [k] computing [sum(v)]"), text)
       assert(text.contains("rewritten: skew split of the join below the aggregate: partition"), text)
@@ -29,18 +31,25 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("not skewed: the largest partition and the floor or factor it stayed under") {
+  test("local aggregation before the join names itself") {
     withSQLConf(conf :+ adaptiveOn: _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("rewritten: flushing partial aggregate before the join"), text)
+    }
+  }
+
+  test("not skewed: the largest partition and the floor or factor it stayed under") {
+    withSQLConf(base: _*) {
       val uniform = fact(spark, skewed = false).join(dim(spark), "k").groupBy("k").agg(sum("v"))
       val text = explainAfterRun(uniform)
       assert(text.contains("not skewed: in the join's input shuffles below, the largest partition"), text)
       assert(text.contains("not more than 5.0x the median (spark.skewagg.skew.factor)"), text)
     }
-    withSQLConf(conf ++ Seq(adaptiveOn, SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "16MB"): _*) {
+    withSQLConf(base ++ Seq(SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "16MB"): _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("below the 16.0 MiB floor (spark.skewagg.skew.minPartitionSize)"), text)
     }
-    withSQLConf(conf ++ Seq(adaptiveOn, SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "0",
+    withSQLConf(base ++ Seq(SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "0",
         SkewAggConf.SKEW_FACTOR.key -> "1000"): _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("not more than 1000.0x the median (spark.skewagg.skew.factor)"), text)
@@ -48,19 +57,19 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
   }
 
   test("left alone: the NO_SKEW_AGG hint, and skewagg switched off") {
-    withSQLConf(conf :+ adaptiveOn: _*) {
+    withSQLConf(base: _*) {
       val hinted = fact(spark, skewed = true).join(dim(spark), "k").groupBy("k").agg(sum("v"))
         .hint("no_skew_agg")
       assert(explainAfterRun(hinted).contains("left alone: hint NO_SKEW_AGG."))
     }
-    withSQLConf(conf ++ Seq(adaptiveOn, SkewAggConf.ENABLED.key -> "false"): _*) {
+    withSQLConf(base ++ Seq(SkewAggConf.ENABLED.key -> "false"): _*) {
       assert(explainAfterRun(skewedJoinAgg())
         .contains("left alone: skewagg is off (spark.skewagg.enabled=false)."))
     }
   }
 
   test("left alone under Spark's default cost model: recorded by the rule, naming the setting") {
-    withSQLConf(conf ++ Seq(adaptiveOn,
+    withSQLConf(base ++ Seq(
         SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key -> null): _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("Spark's default adaptive cost model rejects"), text)
@@ -69,7 +78,7 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
   }
 
   test("left alone although skewed: recorded by the rules where nothing can be split") {
-    withSQLConf(conf :+ adaptiveOn: _*) {
+    withSQLConf(base: _*) {
       val outer = fact(spark, skewed = true).join(dim(spark), Seq("k"), "right_outer")
         .groupBy("k").agg(sum("v"))
       val text = explainAfterRun(outer)
@@ -86,18 +95,18 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
   }
 
   test("adaptive plans not yet run, and plans without adaptive execution") {
-    withSQLConf(conf :+ adaptiveOn: _*) {
+    withSQLConf(base: _*) {
       val text = SkewAggDecisions.explain(skewedJoinAgg().queryExecution.executedPlan)
       assert(text.contains("not decided yet"), text)
     }
-    withSQLConf(conf :+ (SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false"): _*) {
+    withSQLConf(base :+ (SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false"): _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("adaptive execution is off (spark.sql.adaptive.enabled=false)"), text)
     }
   }
 
   test("a plain groupBy: Spark's partial aggregation already combines a hot key per task") {
-    withSQLConf(conf :+ adaptiveOn: _*) {
+    withSQLConf(base: _*) {
       val text = explainAfterRun(fact(spark, skewed = true).groupBy("k").agg(sum("v")))
       assert(text.contains("already aggregates each task's rows before the shuffle"), text)
       assert(SkewAggDecisions.explain(spark.range(3).queryExecution.executedPlan)
@@ -106,7 +115,7 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
   }
 
   test("EXPLAIN EXTENDED shows the same text through spark.sql.extendedExplainProviders") {
-    withSQLConf(conf ++ Seq(adaptiveOn,
+    withSQLConf(base ++ Seq(
         "spark.sql.extendedExplainProviders" -> "io.skewagg.SkewAggExplainGenerator"): _*) {
       val df = skewedJoinAgg()
       df.collect()
