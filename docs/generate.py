@@ -65,14 +65,23 @@ def customers(spark):  # type: ignore[no-untyped-def]
     from pyspark.sql import functions as F
 
     return spark.range(0, 10_000).select(F.col("id").alias("customer_id"),
-                                         (F.col("id") % 50).alias("region"))
+                                         ((F.col("id") % 5) / 20.0).alias("discount"))
 
 
 def query(spark):  # type: ignore[no-untyped-def]
+    """Revenue per customer: the aggregate reads both sides of the join."""
     from pyspark.sql import functions as F
 
-    return orders(spark).join(customers(spark), "customer_id") \
-        .groupBy("customer_id").agg(F.sum("amount").alias("total"))
+    return orders(spark).join(customers(spark), "customer_id").groupBy("customer_id") \
+        .agg(F.sum(F.col("amount") * (1 - F.col("discount"))).alias("revenue"))
+
+
+def one_side_query(spark):  # type: ignore[no-untyped-def]
+    """Order total per customer: the aggregate reads the orders side only."""
+    from pyspark.sql import functions as F
+
+    return orders(spark).join(customers(spark), "customer_id").groupBy("customer_id") \
+        .agg(F.sum("amount").alias("total"))
 
 
 def captured(body: Callable[[], None]) -> str:
@@ -104,6 +113,9 @@ def examples(spark) -> Dict[str, Callable[[], str]]:  # type: ignore[no-untyped-
         return block("# before the query ran\n" + before.rstrip() +
                      "\n\n# after df.collect()\n" + skewagg.explain_text(df).rstrip())
 
+    def one_side() -> str:
+        return block(skewagg.explain_text(one_side_query(spark), run=True).rstrip())
+
     def spark_explain() -> str:
         df = query(spark)
         df.collect()
@@ -117,7 +129,7 @@ def examples(spark) -> Dict[str, Callable[[], str]]:  # type: ignore[no-untyped-
         hinted = query(spark).hint("no_skew_agg")
         plain = orders(spark).groupBy("customer_id").agg(F.sum("amount"))
         uniform = orders(spark).filter("customer_id != 0").join(customers(spark), "customer_id") \
-            .groupBy("customer_id").agg(F.sum("amount"))
+            .groupBy("customer_id").agg(F.sum(F.col("amount") * (1 - F.col("discount"))))
         parts = []
         for title, df in (("NO_SKEW_AGG hint", hinted), ("plain groupBy", plain),
                           ("join without skew", uniform)):
@@ -140,18 +152,19 @@ def examples(spark) -> Dict[str, Callable[[], str]]:  # type: ignore[no-untyped-
         return "![Which skewagg rule runs in which phase](images/architecture.png)"
 
     return {"settings": settings, "report": report, "explain": explain,
-            "spark-explain": spark_explain, "refusals": refusals, "stages": stages,
+            "one-side": one_side, "spark-explain": spark_explain, "refusals": refusals, "stages": stages,
             "architecture": architecture}
 
 
 PHASES = [
     ("Analysis", ["ResolveSkewAggHints (hint resolution)", "CheckSkewAggHints (check rule)"]),
     ("Logical optimization", ["LocalAggregateBeforeJoin (pre-CBO rule)"]),
-    ("Physical planning", ["PlanPartialAndFinalAggregates (strategy)",
+    ("Physical planning", ["PlanPartialAndFinalAggregates (strategy; FlushingPartialAggregate)",
                            "PartialAggregateBeforeRepartition (strategy)"]),
     ("Adaptive execution:\nquery-stage preparation",
      ["SplitSkewedShuffleBelowAggregate", "SplitSkewedJoinBelowAggregate",
       "SplitSkewedBucketsBelowAggregate", "SkewAggCostEvaluator (cost model)"]),
+    ("Adaptive execution:\nquery-stage optimization", ["CoalescePartialResultExchanges"]),
     ("Without adaptive execution:\nbefore columnar transitions",
      ["PlanColumnarHook -> SplitSkewedBucketsBelowAggregate"]),
     ("Execution and explain", ["SkewAggLocalStage (marker with SQL metrics)",
@@ -161,7 +174,7 @@ PHASES = [
 
 
 def draw_architecture(path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(11, 6.2))
+    fig, ax = plt.subplots(figsize=(11, 7))
     ax.set_xlim(0, 11)
     ax.set_ylim(0, len(PHASES) + 0.4)
     ax.axis("off")
