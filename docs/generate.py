@@ -52,7 +52,7 @@ def session():  # type: ignore[no-untyped-def]
 
 
 def orders(spark):  # type: ignore[no-untyped-def]
-    """(customer_id, amount): customer 0 places 30% of the orders, the rest spread over 10,000."""
+    """(customer_id, amount): customer 0 places 30% of the orders, 7,000 other customers the rest."""
     from pyspark.sql import functions as F
 
     uniform = (F.col("id") * 7919) % 10_000

@@ -33,9 +33,13 @@ def test_configure_appends_the_explain_provider() -> None:
 
 @pytest.mark.usefixtures("small_skew_settings")
 def test_local_aggregation_before_the_join_names_itself(spark: SparkSession) -> None:
-    df = fact(spark, skewed=True).join(dim(spark), "k").groupBy("k").agg(F.sum("v"))
-    assert "rewritten: flushing partial aggregate before the join" in \
-        skewagg.explain_text(df, run=True)
+    spark.conf.set(LOCAL_AGGREGATE, "true")
+    try:
+        df = fact(spark, skewed=True).join(dim(spark), "k").groupBy("k").agg(F.sum("v"))
+        assert "rewritten: flushing partial aggregate before the join" in \
+            skewagg.explain_text(df, run=True)
+    finally:
+        spark.conf.unset(LOCAL_AGGREGATE)
 
 
 @pytest.mark.usefixtures("small_skew_settings", "no_local_aggregate")

@@ -15,6 +15,8 @@ SETTINGS = {
     "spark.skewagg.skew.minSplitSize": "2k",
     "spark.sql.adaptive.coalescePartitions.enabled": "false",
     "spark.skewagg.skew.minPartitionSize": "4k",
+    # Local aggregation before the join would remove the skew first (as in the Scala suite).
+    "spark.skewagg.join.localAggregate.enabled": "false",
 }
 
 

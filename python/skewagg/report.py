@@ -318,7 +318,7 @@ def _row_bytes_expr(df: "DataFrame") -> Any:
     """An estimate of each row's size as Spark's UnsafeRow (what a shuffle writes, before
     compression): a null bitmap, 8 bytes per field, plus variable-length data rounded to 8."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import BinaryType, StringType
+    from pyspark.sql.types import BinaryType, DecimalType, StringType
 
     fields = df.schema.fields
     fixed = 8 * ((len(fields) + 63) // 64) + 8 * len(fields)
@@ -326,13 +326,14 @@ def _row_bytes_expr(df: "DataFrame") -> Any:
     for f in fields:
         col = F.col(f"`{f.name}`")
         if isinstance(f.dataType, (StringType, BinaryType)):
-            length = F.coalesce(F.octet_length(col), F.lit(0))
-        elif f.dataType.typeName() in ("array", "map", "struct", "decimal", "calendarinterval"):
-            length = F.coalesce(F.octet_length(F.to_json(F.struct(col))), F.lit(0)) \
-                if f.dataType.typeName() != "decimal" else F.lit(0)
+            length = F.octet_length(col)
+        elif f.dataType.typeName() in ("array", "map", "struct"):
+            length = F.octet_length(F.to_json(F.struct(col)))  # a rough stand-in for the layout
+        elif isinstance(f.dataType, DecimalType) and f.dataType.precision > 18:
+            length = F.lit(16)  # stored out of line
         else:
-            continue
-        expr = expr + F.ceil(length / 8) * 8
+            continue  # fixed-width: its 8 bytes are counted above
+        expr = expr + F.ceil(F.coalesce(length, F.lit(0)) / 8) * 8
     return expr
 
 

@@ -49,13 +49,13 @@ class StageReport:
 
         require_loaded(self._spark)
         self._recorder = TaskTimeRecorder(self._spark)
-        self._recorder._recorder.clear()
+        self._recorder.clear()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         assert self._recorder is not None
         try:
-            self.times = QueryTimes.from_json(self._recorder._recorder.snapshotJson())
+            self.times = self._recorder.snapshot()
         finally:
             self._recorder.close()
             self._recorder = None

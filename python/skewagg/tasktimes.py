@@ -87,10 +87,18 @@ class TaskTimeRecorder:
             spark.sparkContext._jsc.sc()
         )
 
-    def measure(self, action: Callable[[], T]) -> Tuple[T, QueryTimes]:
+    def clear(self) -> None:
+        """Forgets the tasks recorded so far."""
         self._recorder.clear()
+
+    def snapshot(self) -> QueryTimes:
+        """The tasks recorded since :meth:`clear` (waits for Spark to deliver every event)."""
+        return QueryTimes.from_json(self._recorder.snapshotJson())
+
+    def measure(self, action: Callable[[], T]) -> Tuple[T, QueryTimes]:
+        self.clear()
         result = action()
-        return result, QueryTimes.from_json(self._recorder.snapshotJson())
+        return result, self.snapshot()
 
     def close(self) -> None:
         self._recorder.detach()
