@@ -387,7 +387,8 @@ def analyze(
 
     counts = df.groupBy(*cols).agg(F.count(F.lit(1)).alias("__rows")).cache()
     try:
-        heavy = counts.orderBy(F.desc("__rows")).limit(top).collect() if top else []
+        # Ties in key order, so that the same data gives the same report.
+        heavy = counts.orderBy(F.desc("__rows"), *cols).limit(top).collect() if top else []
         frequencies = [(int(r[0]), int(r[1]))
                        for r in counts.groupBy("__rows").count().collect()]
     finally:
