@@ -22,7 +22,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")  # plots render headless
 PARTIAL_BELOW_USER_EXCHANGE = re.compile(
     r"Exchange hashpartitioning\([^\n]*REPARTITION_BY_(COL|NUM)[^\n]*\n"
     r"(?:[^\n]*SkewAggLocalStage[^\n]*\n)?[ +\-:|*()0-9]*"
-    r"(Hash|ObjectHash|Sort)Aggregate\(keys=[^\n]*functions=\[partial_"
+    r"(Hash|ObjectHash|Sort|FlushingPartial)Aggregate\(keys=[^\n]*functions=\[partial_"
 )
 
 

@@ -1,4 +1,5 @@
-"""A skewed join below an aggregate is split at run time and the partials exchanged (AQE)."""
+"""An aggregate above a skewed join: the aggregated side aggregated locally before the join, or,
+where that cannot apply, the join split at run time and the partials exchanged (AQE)."""
 
 from typing import Iterator
 
@@ -48,9 +49,23 @@ def test_configure_installed_the_cost_model(spark: SparkSession) -> None:
 
 
 @pytest.mark.usefixtures("small_skew_settings")
-def test_skewed_join_then_group_by_is_split(spark: SparkSession) -> None:
+def test_skewed_join_then_group_by_aggregates_locally_before_the_join(spark: SparkSession) -> None:
     plans = differential(
         spark, lambda s: fact(s, True).join(dim(s), "k").groupBy("k").agg(F.sum("v"), F.count("*"))
+    )
+    for adaptive in (False, True):
+        assert "SkewAggLocalStage [flushing partial aggregate before the join]" in plans[
+            (True, adaptive)
+        ]
+        assert "FlushingPartialAggregate" not in plans[(False, adaptive)]
+
+
+@pytest.mark.usefixtures("small_skew_settings")
+def test_skewed_join_then_group_by_reading_both_sides_is_split(spark: SparkSession) -> None:
+    plans = differential(
+        spark,
+        lambda s: fact(s, True).join(dim(s), "k").groupBy("k")
+        .agg(F.sum(F.col("v") * F.col("attr")), F.count("*")),
     )
     assert "SortMergeJoin(skew=true)" in plans[(True, True)], plans[(True, True)]
     assert "SkewAggLocalStage [skew split of the join below the aggregate: partition" in plans[

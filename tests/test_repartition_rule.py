@@ -52,8 +52,25 @@ def test_repartition_on_another_column_is_left_alone(spark: SparkSession) -> Non
         assert not PARTIAL_BELOW_USER_EXCHANGE.search(plans[(True, adaptive)])
 
 
-def test_skewed_repartition_is_split_at_run_time_without_a_hint(spark: SparkSession) -> None:
+def test_repartition_then_group_by_without_a_hint_aggregates_before_the_shuffle(
+    spark: SparkSession,
+) -> None:
+    plans = differential(
+        spark, lambda s: skewed(s).repartition("k").groupBy("k").agg(F.sum("v"), F.avg("v"))
+    )
+    for adaptive in (False, True):
+        assert not PARTIAL_BELOW_USER_EXCHANGE.search(plans[(False, adaptive)])
+        assert PARTIAL_BELOW_USER_EXCHANGE.search(plans[(True, adaptive)]), plans[(True, adaptive)]
+        assert "SkewAggLocalStage [flushing partial aggregate before the user's repartition]" in (
+            plans[(True, adaptive)]
+        )
+
+
+def test_skewed_repartition_is_split_at_run_time_without_local_aggregation(
+    spark: SparkSession,
+) -> None:
     settings = {"spark.sql.shuffle.partitions": "32", "spark.skewagg.skew.minPartitionSize": "1k",
+                "spark.skewagg.repartition.localAggregate.enabled": "false",
                 "spark.skewagg.skew.minSplitSize": "1k",
                 "spark.sql.adaptive.coalescePartitions.enabled": "false"}
     saved = {k: spark.conf.get(k, None) for k in settings}

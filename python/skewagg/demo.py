@@ -3,9 +3,10 @@ off vs on, in one session.
 
 ``fact.join(dim, "k").groupBy("k").agg(sum("v"))`` where key 0 holds 30% of the fact rows: Spark
 shuffles on k for the join and then aggregates in the same tasks, so one task holds every row of
-key 0. The demo runs the query with skewagg off, on (the runtime skew split), and on with the
-SKEW_AGG hint (local aggregation before the join), checks the results agree, and prints the
-task-time spread of the keyed stage and the wall times.
+key 0. The demo runs the query with skewagg off, on (a flushing local aggregate before the join,
+which merges the hot key's rows and passes the others through), and on with the SKEW_AGG hint
+(every row aggregated before the join), checks the results agree, and prints the task-time spread
+of the keyed stage and the wall times.
 """
 
 from __future__ import annotations

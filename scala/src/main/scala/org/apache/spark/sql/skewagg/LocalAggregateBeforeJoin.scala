@@ -4,7 +4,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, PythonUDAF}
 import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
-import org.apache.spark.sql.catalyst.expressions.aggregate.TypedImperativeAggregate
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, TypedImperativeAggregate}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, BROADCAST, Join, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
 
@@ -32,8 +32,8 @@ import org.apache.spark.sql.catalyst.rules.Rule
  * partial aggregate can cost more than it saves.
  *
  * Refuses when skewagg or `spark.skewagg.join.localAggregate.enabled` is off, the aggregate has
- * the NO_SKEW_AGG hint, mixes DISTINCT and other aggregates, has FILTER clauses on DISTINCT or
- * Python aggregates, groups by computed expressions, the Project in between computes columns,
+ * the NO_SKEW_AGG hint, mixes DISTINCT and other aggregates, has FILTER clauses on DISTINCT,
+ * nondeterministic or Python aggregates, groups by computed expressions, the Project in between computes columns,
  * the join type and aggregated side do not match as above, or (without the hint) it has holistic
  * aggregates (their partial buffers are as large as their input).
  */
@@ -50,35 +50,45 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalP
   private def rewrite(agg: Aggregate, forced: Boolean): Option[LogicalPlan] = agg match {
     case PhysicalAggregation(grouping, aggregates, result, _)
         if grouping.nonEmpty && grouping.forall(_.isInstanceOf[Attribute]) &&
-          aggregates.nonEmpty &&
+          aggregates.nonEmpty && aggregates.forall(_.deterministic) &&
           !aggregates.exists(_.aggregateFunction.isInstanceOf[PythonUDAF]) &&
-          (forced || !aggregates.exists(_.aggregateFunction.isInstanceOf[TypedImperativeAggregate[_]])) =>
-      val distinctOnly = aggregates.forall(_.isDistinct)
-      if (aggregates.exists(_.isDistinct) && (!distinctOnly || aggregates.exists(_.filter.isDefined))) {
-        return None
-      }
+          (forced || !aggregates.exists(_.aggregateFunction.isInstanceOf[TypedImperativeAggregate[_]])) &&
+          (aggregates.forall(a => a.isDistinct && a.filter.isEmpty) || !aggregates.exists(_.isDistinct)) =>
       for {
         (join, projected) <- joinBelow(agg.child)
         if forced || shuffled(join)
         side <- aggregatedSide(join, AttributeSet(aggregates.flatMap(_.references)))
+        s = if (side == "left") join.left else join.right
+        conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
+        keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
+        local <- localSide(agg, aggregates, keys, projected, s, flushing = !forced)
       } yield {
-        val s = if (side == "left") join.left else join.right
-        val conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
-        val keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq)
-          .filter(s.outputSet.contains).distinct
-        def withSide(p: LogicalPlan) = if (side == "left") join.copy(left = p) else join.copy(right = p)
-        if (distinctOnly) {
-          val kept = (keys ++ aggregates.flatMap(_.references).filter(s.outputSet.contains)).distinct
-          // Every column of S read above the join must survive the deduplication.
-          val readAbove = (AttributeSet(agg.references) ++ projected) intersect s.outputSet
-          if (!readAbove.subsetOf(AttributeSet(kept))) return None
-          agg.copy(child = withSide(PartialAggregate(kept, Nil, s, flushing = !forced)))
-        } else {
-          FinalAggregate(grouping, aggregates, result,
-            withSide(PartialAggregate(keys, aggregates, s, flushing = !forced)))
-        }
+        val newJoin = if (side == "left") join.copy(left = local) else join.copy(right = local)
+        if (aggregates.forall(_.isDistinct)) agg.copy(child = newJoin)
+        else FinalAggregate(grouping, aggregates, result, newJoin)
       }
     case _ => None
+  }
+
+  /**
+   * `s` aggregated partially on `keys`; for DISTINCT-only aggregates, `s` deduplicated on `keys`
+   * and the DISTINCT columns, if every column of `s` read above the join survives that.
+   */
+  private def localSide(
+      agg: Aggregate,
+      aggregates: Seq[AggregateExpression],
+      keys: Seq[Attribute],
+      projected: AttributeSet,
+      s: LogicalPlan,
+      flushing: Boolean): Option[LogicalPlan] = {
+    if (aggregates.forall(_.isDistinct)) {
+      val kept = (keys ++ aggregates.flatMap(_.references).filter(s.outputSet.contains)).distinct
+      val readAbove = (agg.references ++ projected) intersect s.outputSet
+      if (readAbove.subsetOf(AttributeSet(kept))) Some(PartialAggregate(kept, Nil, s, flushing))
+      else None
+    } else {
+      Some(PartialAggregate(keys, aggregates, s, flushing))
+    }
   }
 
   /** The join under `plan`, and the columns a Project in between reads. */

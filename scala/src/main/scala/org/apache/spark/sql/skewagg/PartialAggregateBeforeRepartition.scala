@@ -2,6 +2,7 @@ package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, PythonUDAF}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{Partial, TypedImperativeAggregate}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Expand, Filter, LogicalPlan, Project, RepartitionByExpression}
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.{PlanLater, SparkPlan, SparkStrategy}
@@ -21,13 +22,17 @@ import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_
  * the bottom partial aggregate:
  *   final aggregate <- [distinct phases] <- Exchange(user's partitioning) <- partial <- child
  * The exchange then moves at most one row per key and map task, never more rows than before, and
- * the aggregate's output keeps the user's partitioning. It needs the SKEW_AGG hint all the same:
- * on many uniformly spread keys a partial aggregate reduces nothing and costs a hash-aggregation
- * pass (measured: 1.2x the wall time on 20M rows over 1M keys). Without the hint, adaptive
- * execution handles the skewed case at run time ([[SplitSkewedShuffleBelowAggregate]]).
+ * the aggregate's output keeps the user's partitioning. With the SKEW_AGG hint the partial
+ * aggregate is Spark's; without it, it is a [[FlushingPartialAggregateExec]]: on many uniformly
+ * spread keys Spark's partial aggregate reduces nothing and costs a hash-aggregation pass
+ * (measured: 1.2x the wall time on 20M rows over 1M keys), while the flushing one merges only the
+ * keys that repeat and passes the other rows through.
  *
- * Refuses (leaves the plan to Spark) when skewagg or `spark.skewagg.repartition.enabled` is off,
- * the aggregate has no SKEW_AGG hint, the plan is streaming, an aggregate is a Python UDAF, the
+ * Refuses (leaves the plan to Spark, and the skewed case to [[SplitSkewedShuffleBelowAggregate]]
+ * at run time) when skewagg or `spark.skewagg.repartition.enabled` is off, the aggregate has the
+ * NO_SKEW_AGG hint, or no SKEW_AGG hint and `spark.skewagg.repartition.localAggregate.enabled`
+ * off or a holistic function (its partial buffer is as large as
+ * its input), the plan is streaming, an aggregate is a Python UDAF, the
  * aggregate has no grouping keys, the repartition is by range or round robin, a partition expression reads a column that is not a
  * grouping attribute or is nondeterministic, or an operator in between redefines a key or is
  * nondeterministic.
@@ -37,7 +42,10 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case agg: Aggregate
         if SkewAggConf.enabled(session.sessionState.conf, SkewAggConf.REPARTITION_ENABLED) &&
-          !agg.isStreaming && agg.groupingExpressions.nonEmpty && SkewAggHints.forced(agg) &&
+          !agg.isStreaming && agg.groupingExpressions.nonEmpty && !SkewAggHints.forbidden(agg) &&
+          (SkewAggHints.forced(agg) ||
+            session.sessionState.conf.getConf(SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED) &&
+            !agg.aggregateExpressions.exists(_.exists(_.isInstanceOf[TypedImperativeAggregate[_]]))) &&
           !agg.aggregateExpressions.exists(_.exists(_.isInstanceOf[PythonUDAF])) =>
       val groupingAttributes =
         AttributeSet(agg.groupingExpressions.collect { case a: Attribute => a })
@@ -48,7 +56,7 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
         val planner = SparkShims.sessionState(session).planner
         planner.Aggregation(agg.copy(child = withoutRepartition))
           .headOption
-          .flatMap(moveExchangeAbovePartial(_, repartition))
+          .flatMap(moveExchangeAbovePartial(_, repartition, flushing = !SkewAggHints.forced(agg)))
       }
     case _ => Nil
   }
@@ -100,13 +108,22 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
   /** Inserts the user's exchange between the bottom aggregate and the aggregates above it. */
   private def moveExchangeAbovePartial(
       planned: SparkPlan,
-      repartition: RepartitionByExpression): Option[SparkPlan] = {
+      repartition: RepartitionByExpression,
+      flushing: Boolean): Option[SparkPlan] = {
     val origin = if (repartition.optNumPartitions.isEmpty) REPARTITION_BY_COL else REPARTITION_BY_NUM
     var moved = false
     val rewritten = planned.transformUp {
-      case bottom: BaseAggregateExec if bottom.child.isInstanceOf[PlanLater] =>
+      case bottom: BaseAggregateExec if bottom.child.isInstanceOf[PlanLater] &&
+          bottom.aggregateExpressions.forall(_.mode == Partial) =>
         moved = true
-        val local = SkewAggLocalStageExec.mark(bottom, "partial aggregate before the user's repartition")
+        val local = if (flushing) {
+          SkewAggLocalStageExec.mark(FlushingPartialAggregateExec.from(bottom,
+            session.sessionState.conf.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
+            session.sessionState.conf.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION)),
+            "flushing partial aggregate before the user's repartition")
+        } else {
+          SkewAggLocalStageExec.mark(bottom, "partial aggregate before the user's repartition")
+        }
         ShuffleExchangeExec(
           repartition.partitioning, local, origin, repartition.optAdvisoryPartitionSize)
     }

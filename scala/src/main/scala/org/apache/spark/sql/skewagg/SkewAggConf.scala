@@ -43,6 +43,16 @@ object SkewAggConf {
       .booleanConf
       .createWithDefault(true))
 
+  val REPARTITION_LOCAL_AGGREGATE_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.repartition.localAggregate.enabled")
+      .doc("Without a hint, aggregate partially before a user repartition on grouping keys " +
+        "with a flushing local aggregate (spark.skewagg.localAggregate.*), which merges the " +
+        "keys that repeat, such as a hot key, and passes other rows through. Holistic " +
+        "aggregates are left to the run-time split. Needs spark.skewagg.repartition.enabled.")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(true))
+
   val SKEW_FACTOR: ConfigEntry[Double] = listed(
     buildConf("spark.skewagg.skew.factor")
       .doc("A shuffle partition is skewed when it is larger than this many times the median " +

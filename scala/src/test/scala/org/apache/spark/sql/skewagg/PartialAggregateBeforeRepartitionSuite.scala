@@ -6,7 +6,7 @@ import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 
-/** The static rewrite, for SKEW_AGG-hinted aggregates. */
+/** The static rewrite: Spark's partial aggregate with SKEW_AGG, a flushing one without. */
 class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
 
   /** 30% of rows on key 0, the rest spread over other keys; a null key; NaN and -0.0 values. */
@@ -83,10 +83,12 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
   test("single DISTINCT aggregates; multiple DISTINCTs lose the hint in Spark's rewrite") {
     assertRewritten(differential(s => skewed(s).repartition(col("k")).groupBy("k")
       .agg(countDistinct("i"), sum("v")).hint("skew_agg")))
-    // Spark's rewrite of multiple DISTINCTs builds new aggregates without the hint; the runtime
-    // split (SplitSkewedShuffleBelowAggregateSuite) covers that case. The result stays exact.
-    assertUntouched(differential(s => skewed(s).repartition(col("k")).groupBy("k")
-      .agg(countDistinct("i"), countDistinct("d"), max("v")).hint("skew_agg")))
+    // Spark's rewrite of multiple DISTINCTs builds new aggregates without the hint: they get the
+    // unhinted (flushing) form. The result stays exact.
+    val multiple = differential(s => skewed(s).repartition(col("k")).groupBy("k")
+      .agg(countDistinct("i"), countDistinct("d"), max("v")).hint("skew_agg"))
+    assertRewritten(multiple)
+    assert(flushing(multiple, adaptive = true).nonEmpty)
   }
 
   test("ANSI mode on and off with decimals") {
@@ -132,7 +134,40 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
       SkewAggConf.REPARTITION_ENABLED.key -> "false"))
   }
 
-  test("without the SKEW_AGG hint the partial aggregate stays after the user's shuffle") {
-    assertUntouched(differential(s => skewed(s).repartition(col("k")).groupBy("k").agg(sum("v"))))
+  private def flushing(d: Differential, adaptive: Boolean): Seq[FlushingPartialAggregateExec] =
+    nodes[FlushingPartialAggregateExec](d.plan(on = true, adaptive))
+
+  test("without the hint: a flushing partial aggregate before the user's shuffle") {
+    for (ansi <- Seq("false", "true")) {
+      // A map of 64 keys: the 500 other keys pass through, key 0 and the null key are merged.
+      val d = differential(s => skewed(s).repartition(col("k")).groupBy("k")
+        .agg(sum("v"), count(lit(1)), avg("d"), min("v"), max("i"), stddev("v"), sum("d"),
+          approx_count_distinct("i"), expr("count(*) FILTER (WHERE v > 10)")),
+        SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "64", "spark.sql.ansi.enabled" -> ansi)
+      assertRewritten(d)
+      for (adaptive <- Seq(false, true)) {
+        val Seq(op) = flushing(d, adaptive)
+        assert(op.metrics("numPassedThrough").value > 0)
+        assert(op.metrics("numOutputRows").value < op.metrics("numInputRows").value * 0.8)
+      }
+    }
+  }
+
+  test("without the hint: single and multiple DISTINCTs, subset keys") {
+    assertRewritten(differential(s => skewed(s).repartition(col("k")).groupBy("k")
+      .agg(countDistinct("i"), sum("v"))))
+    assertRewritten(differential(s => skewed(s).repartition(col("k")).groupBy("k")
+      .agg(countDistinct("i"), countDistinct("d"), max("v"))))
+    assertRewritten(differential(s => skewed(s).repartition(col("k")).groupBy("k", "i")
+      .agg(sum("v"))))
+  }
+
+  test("without the hint, left alone: holistic aggregates, localAggregate.enabled=false") {
+    assertUntouched(differential(s => skewed(s).repartition(col("k")).groupBy("k")
+      .agg(sum("v"), size(collect_list("i")))))
+    assertUntouched(differential(s => skewed(s).repartition(col("k")).groupBy("k").agg(sum("v")),
+      SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false"))
+    assertUntouched(differential(s => skewed(s).repartition(col("k")).groupBy("k").agg(sum("v"))
+      .hint("no_skew_agg")))
   }
 }

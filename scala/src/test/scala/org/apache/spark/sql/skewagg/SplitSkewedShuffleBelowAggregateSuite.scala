@@ -9,7 +9,15 @@ import SkewTestData._
 /** The runtime split of a skewed user repartition below an aggregate (adaptive execution). */
 class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
 
-  private def run(query: SparkSession => DataFrame): Differential = differential(query, conf: _*)
+  /** The flushing partial aggregate before the user's shuffle would remove the skew first. */
+  private def run(query: SparkSession => DataFrame): Differential = differential(query,
+    conf :+ (SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false"): _*)
+
+  test("by default: split where the flushing aggregate does not apply (holistic functions)") {
+    val d = differential(s => fact(s, skewed = true).repartition(col("k")).groupBy("k")
+      .agg(sum("v"), sort_array(collect_list("i"))), conf: _*)
+    assert(splitMarkers(d, adaptive = true).size == 1, d.plan(on = true, adaptive = true))
+  }
 
   private def splitMarkers(d: Differential, adaptive: Boolean): Seq[SkewAggLocalStageExec] =
     nodes[SkewAggLocalStageExec](d.plan(on = true, adaptive))
