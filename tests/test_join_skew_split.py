@@ -16,8 +16,6 @@ SETTINGS = {
     "spark.skewagg.skew.minSplitSize": "2k",
     "spark.sql.adaptive.coalescePartitions.enabled": "false",
     "spark.skewagg.skew.minPartitionSize": "4k",
-    # Local aggregation before the join would remove the skew first (as in the Scala suite).
-    "spark.skewagg.join.localAggregate.enabled": "false",
 }
 
 
