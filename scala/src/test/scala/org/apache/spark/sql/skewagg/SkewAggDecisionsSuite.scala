@@ -10,8 +10,13 @@ import SkewTestData._
 class SkewAggDecisionsSuite extends SkewAggSuiteBase {
 
   private val adaptiveOn = SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"
-  /** Local aggregation before the join would take the skew away first: off, except where said. */
-  private val base = conf ++ Seq(adaptiveOn, SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false")
+  /**
+   * Local aggregation before a join or a user repartition would take the skew away first: off,
+   * except where said.
+   */
+  private val base = conf ++ Seq(adaptiveOn,
+    SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false",
+    SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false")
 
   /** Runs `df` and explains its executed (for adaptive: final) plan. */
   private def explainAfterRun(df: DataFrame): String = {
