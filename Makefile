@@ -48,8 +48,9 @@ CASES ?= 500
 fuzz: ## randomized differential cases, skewagg off vs on (SEED=1 CASES=500); prints a repro per failure
 	build/sbt "Test/runMain org.apache.spark.sql.skewagg.fuzz.FuzzRunner --seed $(SEED) --cases $(CASES)"
 
-docs: ## regenerate docs/configs.md from the config object
+docs: setup ## regenerate docs/configs.md, and docs/*.md from docs/src (examples run on small data, PNGs)
 	build/sbt "Test/runMain org.apache.spark.sql.skewagg.GenerateConfigDocs"
+	$(WITH_JDK17) $(PY) docs/generate.py
 
 clean: ## remove build output (keeps .venv and the sbt launcher)
 	rm -rf target project/target project/project python/skewagg/jars/*.jar *.egg-info python/*.egg-info spark-warehouse

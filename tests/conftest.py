@@ -3,6 +3,7 @@ spark.jars and spark.sql.extensions are read only when the first SparkContext st
 
 from __future__ import annotations
 
+import os
 import re
 
 from typing import Callable, Dict, Iterator, List, Tuple
@@ -13,6 +14,8 @@ from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
 import skewagg
+
+os.environ.setdefault("MPLBACKEND", "Agg")  # plots render headless
 
 # A user exchange (repartition / DISTRIBUTE BY) directly above a partial aggregate, possibly
 # through skewagg's SkewAggLocalStage marker: a partial aggregate before the user's shuffle.

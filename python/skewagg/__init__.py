@@ -16,11 +16,16 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 
 from skewagg._jars import jar_for, supported_spark_lines
 from skewagg.errors import (
+    ColumnNotFoundError,
     JarNotFoundError,
     NotLoadedError,
     SkewAggError,
     UnsupportedSparkVersionError,
 )
+
+from skewagg.explain import EXPLAIN_GENERATOR_CLASS, EXPLAIN_PROVIDERS_KEY, explain, explain_text
+from skewagg.report import SkewReport, analyze
+from skewagg.stagereport import StageReport, stage_report
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -45,20 +50,29 @@ __all__ = [
     "COST_EVALUATOR_CLASS",
     "COST_EVALUATOR_KEY",
     "ENABLED_KEY",
+    "EXPLAIN_GENERATOR_CLASS",
+    "EXPLAIN_PROVIDERS_KEY",
     "EXTENSION_CLASS",
+    "ColumnNotFoundError",
     "JarNotFoundError",
     "NotLoadedError",
     "SkewAggError",
+    "SkewReport",
+    "StageReport",
     "UnsupportedSparkVersionError",
+    "analyze",
     "configure",
     "disable",
     "enable",
     "executor_builds",
+    "explain",
+    "explain_text",
     "is_active",
     "is_loaded",
     "jar_path",
     "loaded_version",
     "require_loaded",
+    "stage_report",
     "supported_spark_lines",
 ]
 
@@ -91,7 +105,9 @@ def configure(
     ``spark.sql.extensions``, keeping whatever jars and extensions (Delta's, say) the builder
     already has, and sets adaptive execution's cost model to :data:`COST_EVALUATOR_CLASS` unless
     the builder already names one (skewagg never replaces yours; without its model, adaptive
-    execution rejects the runtime skew splits). Calling it twice adds nothing twice. Like
+    execution rejects the runtime skew splits), and appends :data:`EXPLAIN_GENERATOR_CLASS` to
+    ``spark.sql.extendedExplainProviders``, so ``df.explain()`` says what skewagg decided for
+    each aggregate (see :func:`explain`). Calling it twice adds nothing twice. Like
     ``configure_spark_with_delta_pip``::
 
         spark = skewagg.configure(SparkSession.builder.appName("x")).getOrCreate()
@@ -110,6 +126,10 @@ def configure(
     builder = builder.config("spark.jars", ",".join(jars)).config(
         "spark.sql.extensions", ",".join(extensions)
     )
+    providers = _split(_builder_option(builder, EXPLAIN_PROVIDERS_KEY))
+    if EXPLAIN_GENERATOR_CLASS not in providers:
+        builder = builder.config(
+            EXPLAIN_PROVIDERS_KEY, ",".join(providers + [EXPLAIN_GENERATOR_CLASS]))
     if not _builder_option(builder, COST_EVALUATOR_KEY):
         builder = builder.config(COST_EVALUATOR_KEY, COST_EVALUATOR_CLASS)
     return builder

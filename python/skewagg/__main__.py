@@ -1,4 +1,4 @@
-"""Command line: ``python -m skewagg jar-path | spark-lines | demo``."""
+"""Command line: ``python -m skewagg jar-path | spark-lines | demo | analyze``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,50 @@ from typing import List, Optional
 
 from skewagg import jar_path, supported_spark_lines
 from skewagg.errors import SkewAggError
+
+
+FORMATS = {"parquet", "csv", "json", "orc"}
+
+
+def analyze_file(path: str, keys: str, fmt: Optional[str], top: int,
+                 partitions: Optional[int], plot: Optional[str]) -> int:
+    """Prints the skew report of the rows in ``path``; saves the charts to ``plot``."""
+    import os
+
+    if not os.path.exists(path):
+        raise SkewAggError(f"no such file or directory: {path}")
+    if fmt is None:
+        ext = os.path.splitext(path.rstrip("/"))[1].lstrip(".").lower()
+        fmt = ext if ext in FORMATS else "parquet"
+    from pyspark.sql import SparkSession
+
+    import skewagg
+    from skewagg.report import analyze
+
+    builder = (SparkSession.builder.master("local[*]").appName("skewagg analyze")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    spark = skewagg.configure(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        reader = spark.read.format(fmt)
+        if fmt == "csv":
+            reader = reader.option("header", "true").option("inferSchema", "true")
+        try:
+            df = reader.load(path)
+        except Exception as exc:  # Spark's AnalysisException: say which file and format
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise SkewAggError(f"cannot read {path} as {fmt}: {first} (use --format to pick "
+                               f"one of {', '.join(sorted(FORMATS))})") from exc
+        key_list = [k.strip() for k in keys.split(",") if k.strip()]
+        report = analyze(df, key_list, top=top, num_partitions=partitions)
+        print(report)
+        if plot:
+            report.plot(plot)
+            print(f"charts saved to {plot}")
+    finally:
+        spark.stop()
+    return 0
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -20,6 +64,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub.add_parser("spark-lines", help="print the Spark major.minor lines this build supports")
     demo = sub.add_parser("demo", help="run a skewed join + aggregation with skewagg off and on")
     demo.add_argument("--rows", type=int, default=None, help="rows of the fact table")
+    analyze = sub.add_parser(
+        "analyze", help="skew report of a file's rows by key columns (local Spark session)")
+    analyze.add_argument("path", help="a file or directory Spark can read")
+    analyze.add_argument("--keys", required=True, help="comma-separated key columns, e.g. k1,k2")
+    analyze.add_argument("--format", default=None, choices=sorted(FORMATS),
+                         help="file format (default: from the path's extension, else parquet)")
+    analyze.add_argument("--top", type=int, default=20, help="heaviest keys to list (default 20)")
+    analyze.add_argument("--partitions", type=int, default=None,
+                         help="hash partitions (default: spark.sql.shuffle.partitions, 200)")
+    analyze.add_argument("--plot", default=None, help="also save the charts to this PNG file")
     args = parser.parse_args(argv)
 
     try:
@@ -31,6 +85,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             from skewagg.demo import run
 
             return run(rows=args.rows)
+        elif args.command == "analyze":
+            return analyze_file(args.path, args.keys, args.format, args.top, args.partitions,
+                                args.plot)
     except SkewAggError as exc:
         print(f"skewagg: {exc}", file=sys.stderr)
         return 2

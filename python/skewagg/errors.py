@@ -17,3 +17,7 @@ class JarNotFoundError(SkewAggError):
 
 class NotLoadedError(SkewAggError):
     """The extension is not loaded in the session's JVM."""
+
+
+class ColumnNotFoundError(SkewAggError, ValueError):
+    """A column named in a skewagg call is not a column of the DataFrame."""

@@ -42,6 +42,7 @@ class StageTimes:
     peak_execution_memory: List[int] = field(default_factory=list)
     disk_spilled: List[int] = field(default_factory=list)
     jvm_heap_peak: List[int] = field(default_factory=list)
+    bytes: List[int] = field(default_factory=list)
 
     @property
     def max_ms(self) -> int:
@@ -93,6 +94,7 @@ class QueryTimes:
                 peak_execution_memory=[t.get("peakExecutionMemory", 0) for t in tasks],
                 disk_spilled=[t.get("diskSpilled", 0) for t in tasks],
                 jvm_heap_peak=[t.get("jvmHeapPeak", 0) for t in tasks],
+                bytes=[t.get("bytes", 0) for t in tasks],
             ))
         return QueryTimes(stages)
 
@@ -106,10 +108,18 @@ class TaskTimeRecorder:
             spark.sparkContext._jsc.sc()
         )
 
-    def measure(self, action: Callable[[], T]) -> Tuple[T, QueryTimes]:
+    def clear(self) -> None:
+        """Forgets the tasks recorded so far."""
         self._recorder.clear()
+
+    def snapshot(self) -> QueryTimes:
+        """The tasks recorded since :meth:`clear` (waits for Spark to deliver every event)."""
+        return QueryTimes.from_json(self._recorder.snapshotJson())
+
+    def measure(self, action: Callable[[], T]) -> Tuple[T, QueryTimes]:
+        self.clear()
         result = action()
-        return result, QueryTimes.from_json(self._recorder.snapshotJson())
+        return result, self.snapshot()
 
     def close(self) -> None:
         self._recorder.detach()

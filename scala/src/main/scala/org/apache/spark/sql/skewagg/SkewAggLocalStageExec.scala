@@ -23,8 +23,8 @@ case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartit
   override def outputOrdering: Seq[SortOrder] = child.outputOrdering
 
   override lazy val metrics: Map[String, SQLMetric] = Map(
-    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "rows out of the local stage"),
-    "skewedPartitions" -> SQLMetrics.createMetric(sparkContext, "skewed partitions found"))
+    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of partial rows out"),
+    "skewedPartitions" -> SQLMetrics.createMetric(sparkContext, "number of skewed partitions"))
 
   override def simpleString(maxFields: Int): String = s"SkewAggLocalStage [$rewrite]"
   override def nodeName: String = "SkewAggLocalStage"

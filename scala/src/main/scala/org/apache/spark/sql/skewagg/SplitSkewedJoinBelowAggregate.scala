@@ -42,13 +42,16 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     }
     if (!costModelAccepts) {
       SplitSkewedJoinBelowAggregate.warnCostModelOnce()
+      plan.foreach(p =>
+        if (isCandidate(p)) SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
       return plan
     }
     val split = plan.transformDown {
       case partial if isCandidate(partial) =>
         val split = splitJoinBelow(partial)
         if (split.fastEquals(partial)) {
-          partial // nothing splittable (e.g. the skewed side of an outer join): leave it
+          // nothing splittable (e.g. the skewed side of an outer join): leave it
+          SkewAggDecisions.record(partial, SplitSkewedJoinBelowAggregate.unsplittable)
         } else {
           val skew = joinBelow(partial.children.head).toSeq.flatMap(_.children).flatMap(skewOf)
             .maxBy(_.skewed.map(_._2).max)
@@ -109,6 +112,13 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
 
 object SplitSkewedJoinBelowAggregate extends Logging {
   @volatile private var warned = false
+
+  val costModelRefusal: String = "left alone although the join below is skewed: Spark's default " +
+    "adaptive cost model rejects the exchange of partial results skewagg needs. Set " +
+    s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=io.skewagg.SkewAggCostEvaluator."
+  val unsplittable: String = "left alone although the join below is skewed: the skewed " +
+    "partition is on a side the join type does not let Spark split (e.g. the outer side of an " +
+    "outer join)."
 
   private def warnCostModelOnce(): Unit = if (!warned) {
     warned = true

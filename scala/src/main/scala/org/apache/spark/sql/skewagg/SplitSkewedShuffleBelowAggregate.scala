@@ -98,7 +98,11 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
         case None => whole
       }
     }
-    if (splits == 0) return None
+    if (splits == 0) {
+      SkewAggDecisions.record(partial, "left alone although the repartition is skewed: one " +
+        "map task wrote each skewed partition, so it cannot be read in splits.")
+      return None
+    }
     val read = AQEShuffleReadExec(stage, specs)
     val splitPartial = partial.transformUp { case s: ShuffleQueryStageExec if s eq stage => read }
     Some(SkewAggLocalStageExec.mark(splitPartial,

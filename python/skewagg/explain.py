@@ -1,0 +1,43 @@
+"""Why skewagg rewrote, or left alone, each aggregate of a query.
+
+The text comes from the extension (``SkewAggDecisions`` in the jar), the same that Spark prints in
+its own ``df.explain("extended")`` under "Extended Information (skewagg)" when
+``spark.sql.extendedExplainProviders`` lists :data:`EXPLAIN_GENERATOR_CLASS` (``configure()``
+adds it). skewagg's run-time rewrites are decided from the sizes of shuffles that have run, so
+for adaptive plans explain a DataFrame after an action ran it (``df.collect()``, a write, ...):
+a DataFrame keeps its executed plan. Before that, the text says "not decided yet";
+``explain(df, run=True)`` runs the query first (counting its rows on the executors, without
+collecting them).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+EXPLAIN_GENERATOR_CLASS = "io.skewagg.SkewAggExplainGenerator"
+"""The class to list in ``spark.sql.extendedExplainProviders``."""
+
+EXPLAIN_PROVIDERS_KEY = "spark.sql.extendedExplainProviders"
+
+
+def explain_text(df: "DataFrame", run: bool = False) -> str:
+    """The explanation :func:`explain` prints, as a string."""
+    from skewagg import require_loaded
+
+    spark = df.sparkSession
+    require_loaded(spark)
+    execution = df._jdf.queryExecution()
+    if run:
+        execution.toRdd().count()
+    jvm = spark.sparkContext._jvm
+    return str(jvm.org.apache.spark.sql.skewagg.SkewAggDecisions.explain(execution.executedPlan()))
+
+
+def explain(df: "DataFrame", run: bool = False) -> None:
+    """Prints, for every aggregate of ``df``'s query, whether skewagg rewrote it and why or why
+    not, with the numbers it used. With ``run=True``, runs the query first (adaptive plans are
+    decided at run time)."""
+    print(explain_text(df, run=run), end="")

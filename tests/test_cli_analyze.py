@@ -1,0 +1,52 @@
+"""python -m skewagg analyze on Parquet and CSV files (a child process with its own Spark)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from subprocesses import child_env, run
+
+# k: a x6, b x2, c x1, d x1 (the hand-computed set of test_report.py).
+ROWS = [(k, i) for i, k in enumerate(["a"] * 6 + ["b"] * 2 + ["c", "d"])]
+
+
+@pytest.fixture(scope="module")
+def files(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("analyze")
+    df = spark.createDataFrame(ROWS, "k string, v long").coalesce(1)
+    df.write.parquet(str(root / "data.parquet"))
+    df.write.option("header", "true").csv(str(root / "data.csv"))
+    return root
+
+
+def analyze(*args: str) -> "object":
+    return run([sys.executable, "-m", "skewagg", "analyze", *args],
+               env=child_env(MPLBACKEND="Agg"))
+
+
+def test_parquet_with_a_plot(files: Path) -> None:
+    png = files / "skew.png"
+    proc = analyze(str(files / "data.parquet"), "--keys", "k", "--partitions", "4",
+                   "--plot", str(png))
+    assert proc.returncode == 0, proc.stderr
+    assert "rows                  10" in proc.stdout
+    assert "top-1 key share       60.0%" in proc.stdout
+    assert "hash partitions       4 (num_partitions)" in proc.stdout
+    assert png.stat().st_size > 1000
+
+
+def test_csv_and_a_bad_key(files: Path) -> None:
+    proc = analyze(str(files / "data.csv"), "--keys", "k", "--format", "csv", "--top", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "distinct keys         4 (exact)" in proc.stdout
+    bad = analyze(str(files / "data.csv"), "--keys", "nope", "--format", "csv")
+    assert bad.returncode == 2
+    assert "skewagg: key column 'nope' is not a column of the DataFrame. Available columns: k, v" \
+        in bad.stderr
+    assert "Traceback" not in bad.stderr
+    missing = analyze(str(files / "none.parquet"), "--keys", "k")
+    assert missing.returncode == 2 and "no such file or directory" in missing.stderr
