@@ -39,10 +39,10 @@ class StageTimes:
     name: str
     durations_ms: List[int] = field(default_factory=list)
     records: List[int] = field(default_factory=list)
+    bytes: List[int] = field(default_factory=list)
     peak_execution_memory: List[int] = field(default_factory=list)
     disk_spilled: List[int] = field(default_factory=list)
     jvm_heap_peak: List[int] = field(default_factory=list)
-    bytes: List[int] = field(default_factory=list)
 
     @property
     def max_ms(self) -> int:

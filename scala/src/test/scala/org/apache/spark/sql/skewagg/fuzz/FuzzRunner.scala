@@ -65,7 +65,8 @@ object FuzzRunner {
   }
 
   /** Names that appear in an executed plan only when a skewagg rewrite happened. */
-  val SkewAggOperators: Seq[String] = Seq("SkewAggLocalStage", "FlushingPartialAggregate")
+  val SkewAggOperators: Seq[String] =
+    Seq("SkewAggLocalStage", "FlushingPartialAggregate", "SingleKeyAggregate")
 
   private def condition(e: Throwable): String = {
     val root = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).collectFirst {

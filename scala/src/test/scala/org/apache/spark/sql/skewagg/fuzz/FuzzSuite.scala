@@ -23,7 +23,7 @@ class FuzzSuite extends SkewAggSuiteBase {
       s"\n${o.failure.get}\n${o.fuzzCase.repro}"
     }.mkString("\n"))
     // The slice must exercise the rewrites, or it proves nothing.
-    assert(outcomes.count(_.rewritten) >= Cases / 7, summary.text(Seed, 0))
+    assert(outcomes.count(_.rewritten) >= Cases / 10, summary.text(Seed, 0))
   }
 
   test("a case is a pure function of seed and index, and its reproduction is self-contained") {
