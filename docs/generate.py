@@ -160,7 +160,8 @@ PHASES = [
     ("Analysis", ["ResolveSkewAggHints (hint resolution)", "CheckSkewAggHints (check rule)"]),
     ("Logical optimization", ["LocalAggregateBeforeJoin (pre-CBO rule)"]),
     ("Physical planning", ["PlanPartialAndFinalAggregates (strategy; FlushingPartialAggregate)",
-                           "PartialAggregateBeforeRepartition (strategy)"]),
+                           "PartialAggregateBeforeRepartition (strategy)",
+                           "PlanHolisticAggregatesSortBased (strategy; SingleKeyAggregate)"]),
     ("Adaptive execution:\nquery-stage preparation",
      ["SplitSkewedShuffleBelowAggregate", "SplitSkewedJoinBelowAggregate",
       "SplitSkewedBucketsBelowAggregate", "SkewAggCostEvaluator (cost model)"]),
@@ -185,7 +186,7 @@ def draw_architecture(path: Path) -> None:
         ax.text(1.7, y + 0.4, phase, ha="center", va="center", fontsize=10, weight="bold")
         ax.add_patch(FancyBboxPatch((3.6, y), 7.2, 0.8, boxstyle="round,pad=0.02",
                                     facecolor="#f5f0dd", edgecolor="#a58a3b"))
-        ax.text(3.8, y + 0.4, "\n".join(rules) if len(rules) < 3 else "   ".join(rules[:2]) +
+        ax.text(3.8, y + 0.4, "\n".join(rules) if len(rules) <= 3 else "   ".join(rules[:2]) +
                 "\n" + "   ".join(rules[2:]), ha="left", va="center", fontsize=8.5)
         if i < len(PHASES) - 1:
             ax.annotate("", xy=(1.7, y - 0.02), xytext=(1.7, y - 0.18),
