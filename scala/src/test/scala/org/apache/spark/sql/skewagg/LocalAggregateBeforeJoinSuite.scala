@@ -127,7 +127,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
   test("DISTINCT-only aggregates: the aggregated side deduplicated before the join") {
     for (hint <- Seq("skew_agg", "no_hint")) {
       val d = run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k").groupBy("k", "attr")
-        .agg(countDistinct("i"), sumDistinct(col("d")), countDistinct("i", "v")).hint(hint))
+        .agg(countDistinct("i"), sum_distinct(col("d")), countDistinct("i", "v")).hint(hint))
       assertLocal(d)
       assert(flushing(d, adaptive = true).nonEmpty == (hint != "skew_agg"))
     }
