@@ -21,6 +21,8 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectFunction(SkewAggVersionFunction.description)
     // Hint resolution: SKEW_AGG / NO_SKEW_AGG onto the aggregate they are written on.
     extensions.injectHintResolutionRule(ResolveSkewAggHints)
+    // Post-hoc resolution: a skewagg hint back on an aggregate that analysis rebuilt without it.
+    extensions.injectPostHocResolutionRule(RestoreSkewAggHints)
     // Analysis check: columns named by a skewagg hint exist.
     extensions.injectCheckRule(CheckSkewAggHints)
     // Optimization (pre-CBO): partial aggregate before a join, for SKEW_AGG-hinted aggregates.

@@ -5,6 +5,7 @@ import org.apache.spark.sql.catalyst.expressions.{Literal, NamedExpression}
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.SparkPlan
 
 /**
@@ -36,6 +37,34 @@ object SkewAggHints {
 
   def forbidden(plan: SparkPlan): Boolean = of(plan).exists(!_.force)
   def forced(plan: SparkPlan): Boolean = of(plan).exists(_.force)
+
+  /**
+   * The hint also rides, as a tag, on the node where it was written (the one that replaced the
+   * hint): Spark's analysis rebuilds a SQL aggregate without its `hint` field (ResolveAliases,
+   * HAVING resolution), but carries tags over to the nodes that replace the one it matched.
+   * [[RestoreSkewAggHints]] puts the hint back on the aggregate below that node.
+   */
+  val Tag: TreeNodeTag[SkewAggHint] = TreeNodeTag[SkewAggHint]("skewagg.hint")
+
+  /** `plan` with `hint` on the first aggregate below it through unary nodes, if there is one. */
+  def attach(plan: LogicalPlan, hint: SkewAggHint): Option[LogicalPlan] = plan match {
+    case a: Aggregate if of(a).contains(hint) => Some(a)
+    case a: Aggregate => Some(a.copy(hint = Some(hint)))
+    case u: UnaryNode => attach(u.child, hint).map(c => u.withNewChildren(Seq(c)))
+    case _ => None
+  }
+}
+
+/**
+ * Post-hoc resolution: the SKEW_AGG / NO_SKEW_AGG hint back on an aggregate that analysis
+ * rebuilt without it (SQL aggregates, whose aliases and HAVING clauses are resolved after the
+ * hint was attached).
+ */
+case class RestoreSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] {
+  override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsDown {
+    case p if p.getTagValue(SkewAggHints.Tag).isDefined =>
+      SkewAggHints.attach(p, p.getTagValue(SkewAggHints.Tag).get).getOrElse(p)
+  }
 }
 
 /**
@@ -57,20 +86,18 @@ case class ResolveSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] 
           s"${h.name.toUpperCase} hint parameters must be column names, got ${other.sql}. " +
             s"Write /*+ ${h.name.toUpperCase}(column, ...) */ or leave the parameters out.")
       }
-      attach(h.child, SkewAggHint(force, columns)).getOrElse(throw new SkewAggAnalysisException(
+      val hint = SkewAggHint(force, columns)
+      val hinted = SkewAggHints.attach(h.child, hint).getOrElse(throw new SkewAggAnalysisException(
         s"${h.name.toUpperCase} hint must be placed on an aggregate (GROUP BY, or the DataFrame " +
           s"returned by groupBy(...).agg(...)), but there is no aggregate below it in: " +
           h.child.simpleString(200)))
+      hinted.setTagValue(SkewAggHints.Tag, hint)
+      hinted
   }
 
   private def isSkewAggHint(name: String): Boolean =
     name.equalsIgnoreCase(SkewAggHints.Force) || name.equalsIgnoreCase(SkewAggHints.Forbid)
 
-  private def attach(plan: LogicalPlan, hint: SkewAggHint): Option[LogicalPlan] = plan match {
-    case a: Aggregate => Some(a.copy(hint = Some(hint)))
-    case u: UnaryNode => attach(u.child, hint).map(c => u.withNewChildren(Seq(c)))
-    case _ => None
-  }
 }
 
 /** Analysis check: columns named by a skewagg hint exist among the aggregate's input columns. */

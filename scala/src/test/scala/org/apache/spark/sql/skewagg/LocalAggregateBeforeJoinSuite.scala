@@ -1,6 +1,7 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.{AnalysisException, DataFrame, Encoder, Encoders, SparkSession}
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.expressions.Aggregator
@@ -164,6 +165,17 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
         .groupBy("z").agg(sum("v"), count(lit(1))).hint(hint))
       assertLocal(d)
       assert(d.rows.size == 2, d.rows)
+    }
+  }
+
+  test("SQL hints reach the aggregate, though Spark's analysis rebuilds it (aliases, HAVING)") {
+    fact(spark, skewed = true).createOrReplaceTempView("fact_h")
+    for ((sql, force) <- Seq(
+        "SELECT /*+ NO_SKEW_AGG */ k, sum(v) FROM fact_h GROUP BY k" -> false,
+        "SELECT /*+ SKEW_AGG */ k, sum(v) FROM fact_h GROUP BY k HAVING count(*) > 1" -> true,
+        "SELECT /*+ SKEW_AGG(k) */ k, sum(v) AS s FROM fact_h GROUP BY k ORDER BY s" -> true)) {
+      val aggregates = spark.sql(sql).queryExecution.analyzed.collect { case a: Aggregate => a }
+      assert(aggregates.flatMap(SkewAggHints.of).map(_.force) == Seq(force), sql)
     }
   }
 
