@@ -344,14 +344,19 @@ def render_holistic(report: dict) -> str:
             f"| {r['peak_task_execution_memory'] / mib:.0f} | {r['jvm_heap_peak'] / mib:.0f} "
             f"| {r['disk_spilled'] / mib:.0f} | {'yes' if r['rewritten'] else ''} "
             f"| {'yes' if r['equal_to_vanilla'] else 'NO'} |")
-    lines += ["", "Makespan@64, SKEWED / UNIFORM:", "",
-              "| scenario | variant | skewed / uniform |", "|---|---|---|"]
+    return "\n".join(lines + makespan_ratios(by)) + "\n"
+
+
+def makespan_ratios(by: Dict[tuple, dict]) -> List[str]:
+    """The table of makespan@64 on SKEWED data over UNIFORM data, per scenario and variant."""
+    lines = ["", "Makespan@64, SKEWED / UNIFORM:", "",
+             "| scenario | variant | skewed / uniform |", "|---|---|---|"]
     for (scenario, data, variant), r in by.items():
         if data == "skewed" and (scenario, "uniform", variant) in by:
             u = by[(scenario, "uniform", variant)]
             lines.append(f"| {scenario} | {variant} | "
                          f"{r['makespan64_ms'] / max(u['makespan64_ms'], 1):.2f} |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def render(report: dict) -> str:
@@ -387,14 +392,7 @@ def render(report: dict) -> str:
             f"| {r['makespan512_ms'] / 1000:.2f} "
             f"| {'?' if r['rewritten'] is None else 'yes' if r['rewritten'] else ''} "
             f"| {'yes' if r['equal_to_vanilla'] else 'NO'} |")
-    lines += ["", "Makespan@64, SKEWED / UNIFORM:", "",
-              "| scenario | variant | skewed / uniform |", "|---|---|---|"]
-    for (scenario, data, variant), r in by.items():
-        if data == "skewed" and (scenario, "uniform", variant) in by:
-            u = by[(scenario, "uniform", variant)]
-            lines.append(f"| {scenario} | {variant} | "
-                         f"{r['makespan64_ms'] / max(u['makespan64_ms'], 1):.2f} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + makespan_ratios(by)) + "\n"
 
 
 if __name__ == "__main__":
