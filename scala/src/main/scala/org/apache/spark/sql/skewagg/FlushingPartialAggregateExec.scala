@@ -138,14 +138,14 @@ private class FlushingAggregationIterator(
   /** Entries being emitted by a flush (or at the end), and the row that triggered the flush. */
   private[this] var draining: java.util.Iterator[java.util.Map.Entry[UnsafeRow, Entry]] = null
   private[this] var deferred: InternalRow = null
-  private[this] var next: UnsafeRow = null
+  private[this] var pending: UnsafeRow = null
 
-  override def hasNext: Boolean = next != null || advance()
+  override def hasNext: Boolean = pending != null || advance()
 
   override def next(): UnsafeRow = {
     if (!hasNext) throw new NoSuchElementException
-    val row = next
-    next = null
+    val row = pending
+    pending = null
     rowsOut += 1
     row
   }
@@ -156,7 +156,7 @@ private class FlushingAggregationIterator(
       if (draining != null) {
         if (draining.hasNext) {
           val e = draining.next()
-          next = generateOutput(e.getKey, e.getValue.buffer)
+          pending = generateOutput(e.getKey, e.getValue.buffer)
           return true
         }
         draining = null
@@ -178,7 +178,7 @@ private class FlushingAggregationIterator(
     false
   }
 
-  /** Merges `row` into the map; true when it produced an output row (`next`) instead. */
+  /** Merges `row` into the map; true when it produced an output row (`pending`) instead. */
   private def consume(row: InternalRow): Boolean = {
     if (!learning && map.isEmpty && oneRowPartial.isDefined) return passThrough(row, null)
     val key = groupingProjection(row)
@@ -211,7 +211,7 @@ private class FlushingAggregationIterator(
       flush(null) // the heavy keys' buffers, then learn afresh
       learning = true
     }
-    next = oneRowPartial match {
+    pending = oneRowPartial match {
       case Some(projection) => projection(row)
       case None =>
         initializeBuffer(scratch)
