@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, PythonUDAF}
-import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
+import org.apache.spark.sql.catalyst.planning.{ExtractEquiJoinKeys, PhysicalAggregation}
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, TypedImperativeAggregate}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, BROADCAST, Join, LogicalPlan, Project}
@@ -24,6 +24,11 @@ import org.apache.spark.sql.catalyst.rules.Rule
  * aggregating each of its rows m times gives. When every aggregate is DISTINCT, S's rows are
  * deduplicated on S-keys and the DISTINCT columns instead, and the aggregate stays as it is:
  * DISTINCT ignores how often a row repeats.
+ *
+ * Before a join Spark will shuffle, the partial rows are also merged right after that shuffle
+ * (a PartialMerge aggregate clustered on the side's join keys, when they are columns): the join
+ * then sorts and matches one row per group, and the final aggregate above only merges the
+ * buffers the join repeats (measured: see docs/benchmarks.md, join scenario).
  *
  * With the SKEW_AGG hint the partial aggregate is Spark's (every row aggregated). Without it, the
  * partial aggregate is a [[FlushingPartialAggregateExec]] that aggregates only while its own
@@ -61,7 +66,8 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalP
         s = if (side == "left") join.left else join.right
         conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
         keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
-        local <- localSide(agg, aggregates, keys, projected, s, flushing = !forced)
+        local <- localSide(agg, aggregates, keys, projected, s, flushing = !forced,
+          mergeBy = if (shuffled(join)) joinKeysOf(join, side) else Nil)
       } yield {
         val newJoin = if (side == "left") join.copy(left = local) else join.copy(right = local)
         if (aggregates.forall(_.isDistinct)) agg.copy(child = newJoin)
@@ -80,14 +86,15 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalP
       keys: Seq[Attribute],
       projected: AttributeSet,
       s: LogicalPlan,
-      flushing: Boolean): Option[LogicalPlan] = {
+      flushing: Boolean,
+      mergeBy: Seq[Attribute]): Option[LogicalPlan] = {
     if (aggregates.forall(_.isDistinct)) {
       val kept = (keys ++ aggregates.flatMap(_.references).filter(s.outputSet.contains)).distinct
       val readAbove = (agg.references ++ projected) intersect s.outputSet
-      if (readAbove.subsetOf(AttributeSet(kept))) Some(PartialAggregate(kept, Nil, s, flushing))
+      if (readAbove.subsetOf(AttributeSet(kept))) Some(PartialAggregate(kept, Nil, s, flushing, mergeBy))
       else None
     } else {
-      Some(PartialAggregate(keys, aggregates, s, flushing))
+      Some(PartialAggregate(keys, aggregates, s, flushing, mergeBy))
     }
   }
 
@@ -97,6 +104,18 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalP
     case p: Project if p.projectList.forall(_.isInstanceOf[Attribute]) =>
       joinBelow(p.child).map { case (j, refs) => (j, refs ++ p.references) }
     case _ => None
+  }
+
+  /**
+   * The equi-join keys of `side`, when they are all columns: the local aggregate's rows are then
+   * merged after the join's own shuffle on them. Nil (no merge) for computed keys, whose shuffle
+   * the merge could not share.
+   */
+  private def joinKeysOf(join: Join, side: String): Seq[Attribute] = join match {
+    case ExtractEquiJoinKeys(_, leftKeys, rightKeys, _, _, _, _, _) =>
+      val keys = if (side == "left") leftKeys else rightKeys
+      if (keys.forall(_.isInstanceOf[Attribute])) keys.map(_.asInstanceOf[Attribute]) else Nil
+    case _ => Nil
   }
 
   /** Spark will shuffle both sides: an equi-join, neither side broadcast by size or hint. */

@@ -5,7 +5,7 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.{Partial, PartialMerg
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.execution.{ExpandExec, FilterExec, InputAdapter, ProjectExec, SparkPlan, WholeStageCodegenExec}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, QueryStageExec}
-import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+import org.apache.spark.sql.execution.aggregate.{BaseAggregateExec, HashAggregateExec, ObjectHashAggregateExec, SortAggregateExec}
 import org.apache.spark.sql.execution.exchange.{EnsureRequirements, ShuffleExchangeLike}
 import org.apache.spark.sql.internal.SQLConf
 
@@ -82,6 +82,29 @@ object PartialAggregates {
     val before = original.collect { case e: ShuffleExchangeLike => e }
     val added = ensured.collect { case e: ShuffleExchangeLike => e }.filterNot(e => before.exists(_ eq e))
     if (added.size >= minAdded && added.forall(isCheapExchange)) Some(ensured) else None
+  }
+
+  /**
+   * `finalAggregate` (the final half Spark planned for an aggregate) turned into a PartialMerge
+   * aggregate over `child` (that aggregate's partial half): it merges the partial rows of each
+   * group into one and outputs keys and buffers again, for another final aggregate further up. It
+   * requires its input clustered by `distribution`, a subset of the grouping keys, so the exchange
+   * Spark adds below it is one that the operator above can reuse.
+   */
+  def partialMerge(finalAggregate: BaseAggregateExec, distribution: Seq[Expression], child: SparkPlan): SparkPlan = {
+    val merging = finalAggregate.aggregateExpressions.map(_.copy(mode = PartialMerge, filter = None))
+    val keys = finalAggregate.groupingExpressions.map(_.toAttribute)
+    val result = keys ++ merging.flatMap(_.aggregateFunction.inputAggBufferAttributes)
+    val buffers = merging.map(_.resultAttribute)
+    finalAggregate match {
+      case a: HashAggregateExec => a.copy(requiredChildDistributionExpressions = Some(distribution),
+        aggregateExpressions = merging, aggregateAttributes = buffers, resultExpressions = result, child = child)
+      case a: ObjectHashAggregateExec => a.copy(requiredChildDistributionExpressions = Some(distribution),
+        aggregateExpressions = merging, aggregateAttributes = buffers, resultExpressions = result, child = child)
+      case a: SortAggregateExec => a.copy(requiredChildDistributionExpressions = Some(distribution),
+        aggregateExpressions = merging, aggregateAttributes = buffers, resultExpressions = result, child = child)
+      case other => throw new IllegalStateException(s"not a Spark aggregate: ${other.nodeName}")
+    }
   }
 
   /** Grouping keys as Spark's Aggregation strategy plans them: -0.0/0.0 and NaNs group together. */

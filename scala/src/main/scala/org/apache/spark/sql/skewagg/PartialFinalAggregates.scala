@@ -13,13 +13,17 @@ import org.apache.spark.sql.internal.SQLConf
  * and outputs, per group, the keys and the aggregation buffers of `aggregateExpressions`, which a
  * [[FinalAggregate]] above merges (with no aggregate expressions: the distinct keys). Created by
  * [[LocalAggregateBeforeJoin]]. With `flushing`, a group may be emitted in several rows
- * ([[FlushingPartialAggregateExec]]).
+ * ([[FlushingPartialAggregateExec]]). With `mergeBy` (the join keys of its side of the join
+ * above), the partial rows are shuffled on those keys, the shuffle the join needs anyway, and
+ * merged there (PartialMerge), so the join reads one row per group instead of one per group and
+ * upstream task (or per input row, where the flushing aggregate passed rows through).
  */
 case class PartialAggregate(
     groupingExpressions: Seq[NamedExpression],
     aggregateExpressions: Seq[AggregateExpression],
     child: LogicalPlan,
-    flushing: Boolean) extends UnaryNode {
+    flushing: Boolean,
+    mergeBy: Seq[Attribute]) extends UnaryNode {
   override def output: Seq[Attribute] = groupingExpressions.map(_.toAttribute) ++
     aggregateExpressions.flatMap(_.aggregateFunction.inputAggBufferAttributes)
   override protected def withNewChildInternal(newChild: LogicalPlan): PartialAggregate =
@@ -61,17 +65,20 @@ case class FinalAggregate(
  */
 case class PlanPartialAndFinalAggregates(session: SparkSession) extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case PartialAggregate(grouping, aggregates, child, flushing) =>
+    case PartialAggregate(grouping, aggregates, child, flushing, mergeBy) =>
       val planned = AggUtils.planAggregateWithoutDistinct(
         PartialAggregates.normalizedKeys(grouping), aggregates, grouping.map(_.toAttribute), planLater(child))
       val what = if (aggregates.isEmpty) "deduplication" else "partial aggregate"
-      planned.headOption.map(_.children.head).map {
-        case partial: BaseAggregateExec if flushing =>
-          SkewAggLocalStageExec.mark(FlushingPartialAggregateExec.from(partial,
-            SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
-            SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION)),
-            s"flushing $what before the join")
-        case partial => SkewAggLocalStageExec.mark(partial, s"$what before the join")
+      planned.headOption.collect { case merged: BaseAggregateExec =>
+        val local = merged.children.head match {
+          case partial: BaseAggregateExec if flushing =>
+            SkewAggLocalStageExec.mark(FlushingPartialAggregateExec.from(partial,
+              SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
+              SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION)),
+              s"flushing $what before the join")
+          case partial => SkewAggLocalStageExec.mark(partial, s"$what before the join")
+        }
+        if (mergeBy.isEmpty) local else PartialAggregates.partialMerge(merged, mergeBy, local)
       }.toSeq
     case FinalAggregate(grouping, aggregates, result, child) =>
       val planned = AggUtils.planAggregateWithoutDistinct(

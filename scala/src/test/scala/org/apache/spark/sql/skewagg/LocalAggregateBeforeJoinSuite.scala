@@ -3,6 +3,9 @@ package org.apache.spark.sql.skewagg
 import org.apache.spark.sql.{AnalysisException, DataFrame, Encoder, Encoders, SparkSession}
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate
 import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.catalyst.expressions.aggregate.PartialMerge
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.expressions.Aggregator
 import org.apache.spark.sql.functions._
@@ -123,6 +126,41 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     assertLocal(d)
     val Seq(op) = flushing(d, adaptive = true)
     assert(metric(op, "numOutputRows") < metric(op, "numInputRows"))
+  }
+
+  /** Aggregates merging partial rows (PartialMerge) right above an exchange, below a join. */
+  private def mergesAfterJoinShuffle(plan: SparkPlan): Boolean = nodes[ShuffledJoin](plan).exists(
+    _.children.exists(c => find(c) {
+      case a: BaseAggregateExec => a.aggregateExpressions.forall(_.mode == PartialMerge) &&
+        a.requiredChildDistributionExpressions.exists(_.nonEmpty) &&
+        find(a.child)(_.isInstanceOf[ShuffleExchangeLike]).isDefined
+      case _ => false
+    }.isDefined))
+
+  test("before a shuffled join, partial rows merge after the join's own shuffle: no extra one") {
+    for ((preferSortMerge, hint) <- Seq(("true", "no_hint"), ("false", "skew_agg"))) {
+      val d = differential(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+        .groupBy("k", "attr").agg(sum("v"), avg("d"), count(lit(1)), max("i")).hint(hint),
+        conf ++ Seq("spark.sql.join.preferSortMergeJoin" -> preferSortMerge,
+          "spark.sql.shuffle.partitions" -> "7"): _*)
+      assertLocal(d)
+      for (adaptive <- Seq(false, true)) {
+        val (off, on) = (d.plan(on = false, adaptive), d.plan(on = true, adaptive))
+        assert(mergesAfterJoinShuffle(on), on)
+        assert(nodes[ShuffleExchangeLike](on).size == nodes[ShuffleExchangeLike](off).size, on)
+      }
+    }
+    // DISTINCT-only: the deduplicated rows too.
+    val d = run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k").groupBy("k")
+      .agg(countDistinct("i")))
+    assert(mergesAfterJoinShuffle(d.plan(on = true, adaptive = true)))
+  }
+
+  test("join keys computed from columns: no merge after the shuffle, still exact") {
+    val d = run(s => fact(s, skewed = true).join(dimWithDuplicates(s).withColumnRenamed("k", "dk"),
+      col("k") + 1 === col("dk") + 1).groupBy("k").agg(sum("v")).hint("skew_agg"))
+    assertLocal(d)
+    assert(!mergesAfterJoinShuffle(d.plan(on = true, adaptive = true)))
   }
 
   test("DISTINCT-only aggregates: the aggregated side deduplicated before the join") {
