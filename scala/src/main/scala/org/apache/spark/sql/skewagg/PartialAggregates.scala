@@ -44,6 +44,21 @@ object PartialAggregates {
   }
 
   /**
+   * A partial aggregate that reads input rows, not partial buffers: every aggregate expression is
+   * Partial, or, grouping only, it has no distribution requirement (the bottom step). Only such an
+   * aggregate may read split input: above it, Spark's DISTINCT plans merge the partials of each
+   * (keys, DISTINCT value) group (PartialMerge) and then count the value once per row, so that
+   * merge needs each group whole (found by fuzzing: split reads of it counted values twice).
+   */
+  def isBottomPartial(plan: SparkPlan): Boolean = unwrap(plan) match {
+    case agg: BaseAggregateExec if agg.aggregateExpressions.nonEmpty =>
+      agg.aggregateExpressions.forall(_.mode == Partial)
+    case agg: BaseAggregateExec => agg.requiredChildDistributionExpressions.isEmpty
+    case _: FlushingPartialAggregateExec => true
+    case _ => false
+  }
+
+  /**
    * A cheap exchange: it shuffles the output of a partial aggregate, at most one row per key and
    * upstream task, instead of the rows the aggregate read.
    */

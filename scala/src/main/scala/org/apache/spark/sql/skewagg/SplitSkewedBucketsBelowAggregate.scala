@@ -51,7 +51,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
    */
   private object SkewedBucketedScanBelow {
     def unapply(plan: SparkPlan): Option[SkewedPartitions] = plan match {
-      case agg if isPartial(agg) && agg.children.size == 1 && !SkewAggHints.forbidden(agg) =>
+      case agg if isBottomPartial(agg) && agg.children.size == 1 && !SkewAggHints.forbidden(agg) =>
         scanBelow(agg.children.head)
           .map(scan => SkewedPartitions.find(bucketSizes(scan), conf))
           .filter(skew => skew.nonEmpty || SkewAggHints.forced(agg))

@@ -67,7 +67,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
 
   /** A partial aggregate reading a not-yet-split shuffled join whose inputs show skew. */
   private def isCandidate(plan: SparkPlan): Boolean = plan match {
-    case agg if isPartial(agg) && agg.children.size == 1 && !SkewAggHints.forbidden(agg) =>
+    case agg if isBottomPartial(agg) && agg.children.size == 1 && !SkewAggHints.forbidden(agg) =>
       joinBelow(agg.children.head).exists(j => j.children.exists(isSkewedStage))
     case _ => false
   }

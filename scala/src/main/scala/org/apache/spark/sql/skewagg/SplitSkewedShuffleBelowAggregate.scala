@@ -11,9 +11,10 @@ import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_
 /**
  * Adaptive query-stage preparation rule.
  *
- * Matches: a partial aggregate reading (through Project, Filter or Expand) a materialized user
- * repartition (`repartition(k)`, `repartition(n, k)`, `DISTRIBUTE BY k`) hashed on grouping keys,
- * with the final aggregate in the same stage, where the shuffle has skewed partitions by
+ * Matches: a bottom partial aggregate (one reading input rows, see
+ * `PartialAggregates.isBottomPartial`) reading (through Project, Filter or Expand) a materialized
+ * user repartition (`repartition(k)`, `repartition(n, k)`, `DISTRIBUTE BY k`) hashed on grouping
+ * keys, with the final aggregate in the same stage, where the shuffle has skewed partitions by
  * skewagg's thresholds: the task holding the hot key runs its partial and final aggregation.
  *
  * Produces: the skewed partitions read in map-output ranges by several tasks (as Spark's skew
@@ -57,7 +58,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
   }
 
   private def isCandidate(plan: SparkPlan): Boolean = plan match {
-    case partial if isPartial(partial) && partial.children.size == 1 &&
+    case partial if isBottomPartial(partial) && partial.children.size == 1 &&
         !SkewAggHints.forbidden(partial) => userStageBelow(partial).isDefined
     case _ => false
   }

@@ -3,6 +3,7 @@ package org.apache.spark.sql.skewagg
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeLike}
 import org.apache.spark.sql.functions._
+import org.apache.spark.sql.internal.SQLConf
 
 import SkewTestData._
 
@@ -55,6 +56,20 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
     assert(splitMarkers(d, adaptive = true).size == 1, d.plan(on = true, adaptive = true))
     assert(nodes[ShuffleExchangeLike](d.plan(on = true, adaptive = true)).size ==
       nodes[ShuffleExchangeLike](d.plan(on = false, adaptive = true)).size)
+  }
+
+  test("DISTINCT with other aggregates over the flushing aggregate: the merge of keys and " +
+      "DISTINCT column right above the user's shuffle is not split (found by fuzzing)") {
+    // A (k, w) pair repeats about twice, too little for the flushing aggregate: it passes the hot
+    // key's rows through and the user's shuffle stays skewed. Above it Spark merges the partials
+    // of each (k, w), then counts w once per row: split reads of that merge counted some twice.
+    for (adaptiveCoalesce <- Seq("false", "true")) {
+      val d = differential(s => fact(s, skewed = true).withColumn("w", (col("v") * 7) % 3000)
+        .repartition(col("k")).groupBy("k").agg(countDistinct("w"), sum("d"), variance("i")),
+        conf :+ (SQLConf.COALESCE_PARTITIONS_ENABLED.key -> adaptiveCoalesce): _*)
+      assert(splitMarkers(d, adaptive = true).isEmpty, d.plan(on = true, adaptive = true))
+      assert(nodes[FlushingPartialAggregateExec](d.plan(on = true, adaptive = true)).nonEmpty)
+    }
   }
 
   test("uniform data: Spark's plan, unchanged") {
