@@ -1,0 +1,166 @@
+package org.apache.spark.sql.skewagg
+
+import scala.collection.mutable.ArrayBuffer
+import scala.reflect.ClassTag
+
+import org.apache.spark.RangePartitioner
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeReference, BaseOrdering, BoundReference, Expression, Murmur3Hash, Pmod, RowOrdering, SortOrder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.Literal
+import org.apache.spark.sql.types.DataType
+
+/**
+ * Where each row of a grouped input goes when hot keys are split by value (the routing of
+ * [[HotKeySplitAggregateExec]]'s shuffle).
+ *
+ * Partitions `0 until hashPartitions` hold the ordinary keys, by Spark's Murmur3 hash of the key
+ * as a hash shuffle places them. After them come the hot keys' splits: hot key `h` owns the
+ * partitions `h.firstPartition to h.firstPartition + h.bounds.length`; a row of `h` with value `v`
+ * goes to the first of them whose upper bound is >= v (the last one has none), in the ascending,
+ * nulls-first order of the value's type, so values equal under that order (-0.0 and 0.0, NaNs)
+ * always meet in one split, and the splits of a key, read in partition order, hold its values in
+ * ascending order: a split's rank offset within its key is the count of the splits before it.
+ *
+ * `keys` and `bounds` are binary rows (the grouping keys, normalized as Spark normalizes them;
+ * one value column): the routing is a pure function of a row, so a retried map task sends every
+ * row where the first attempt did.
+ */
+final case class HotKeyRange(key: UnsafeRow, firstPartition: Int, bounds: Array[UnsafeRow]) {
+  def numSplits: Int = bounds.length + 1
+  def partitions: Range = firstPartition until firstPartition + numSplits
+}
+
+final case class HotKeyRanges(hashPartitions: Int, hotKeys: Seq[HotKeyRange]) {
+  def numPartitions: Int = hashPartitions + hotKeys.map(_.numSplits).sum
+  def splitPartitions: Range = hashPartitions until numPartitions
+  def numSplits: Int = numPartitions - hashPartitions
+
+  /** The hot key a split partition belongs to, and the split's index within the key. */
+  def splitOf(partition: Int): (HotKeyRange, Int) = {
+    val key = hotKeys.find(_.partitions.contains(partition)).get
+    (key, partition - key.firstPartition)
+  }
+
+  /**
+   * The partition of each row, built once per task: `keys` and `value` are bound to `input`.
+   */
+  def router(keys: Seq[Expression], value: Expression, input: Seq[Attribute]): InternalRow => Int = {
+    val hash = UnsafeProjection.create(
+      Seq(Pmod(new Murmur3Hash(keys), Literal(hashPartitions))), input)
+    if (hotKeys.isEmpty) {
+      row => hash(row).getInt(0)
+    } else {
+      val keyOf = UnsafeProjection.create(keys, input)
+      val valueOf = UnsafeProjection.create(Seq(value), input)
+      val ordering = HotKeyRanges.valueOrdering(value.dataType)
+      val byKey = new java.util.HashMap[UnsafeRow, HotKeyRange]()
+      hotKeys.foreach(h => byKey.put(h.key, h))
+      row => {
+        val hot = byKey.get(keyOf(row))
+        if (hot == null) hash(row).getInt(0)
+        else hot.firstPartition + HotKeyRanges.splitIndex(hot.bounds, valueOf(row), ordering)
+      }
+    }
+  }
+}
+
+object HotKeyRanges {
+  /** Ascending, nulls first (SortExec's order for `SortOrder(v, Ascending)`) on one column. */
+  def valueOrdering(dataType: DataType): BaseOrdering = RowOrdering.create(
+    Seq(SortOrder(BoundReference(0, dataType, nullable = true), Ascending)), Nil)
+
+  /** The first index whose bound is >= `value`, or `bounds.length`. */
+  def splitIndex(bounds: Array[UnsafeRow], value: InternalRow, ordering: BaseOrdering): Int = {
+    var low = 0
+    var high = bounds.length
+    while (low < high) {
+      val middle = (low + high) >>> 1
+      if (ordering.compare(value, bounds(middle)) > 0) low = middle + 1 else high = middle
+    }
+    low
+  }
+
+  /**
+   * Samples `input` (keys and value, up to `sampleSize` rows spread over its partitions, each
+   * partition's reservoir seeded by its index: one job over the input) and picks the hot keys:
+   * those estimated at `minKeyRows` rows or more and larger than an average one of
+   * `hashPartitions` partitions. Each is split into about (its rows / average partition rows)
+   * ranges, at most `maxSplits`, with bounds at weighted quantiles of its sampled values (Spark's
+   * `RangePartitioner.determineBounds`); a key whose sample gives no bound stays unsplit.
+   * Returns the routing and the number of input rows (exact: every row is counted).
+   */
+  def sample(
+      input: RDD[InternalRow],
+      keys: Seq[Expression],
+      value: Expression,
+      inputAttributes: Seq[Attribute],
+      hashPartitions: Int,
+      minKeyRows: Long,
+      maxSplits: Int,
+      sampleSize: Int): (HotKeyRanges, Long) = {
+    val perPartition = math.max(1, math.ceil(sampleSize.toDouble / math.max(1, input.getNumPartitions)).toInt)
+    val sketches = input.mapPartitionsWithIndexInternal { (index, rows) =>
+      val project = UnsafeProjection.create(keys :+ value, inputAttributes)
+      val random = new java.util.Random(index.toLong * 0x9E3779B97F4A7C15L + 17)
+      val kept = new ArrayBuffer[UnsafeRow](perPartition)
+      var seen = 0L
+      rows.foreach { row =>
+        if (seen < perPartition) {
+          kept += project(row).copy()
+        } else {
+          val slot = (random.nextDouble() * (seen + 1)).toLong
+          if (slot < perPartition) kept(slot.toInt) = project(row).copy()
+        }
+        seen += 1
+      }
+      Iterator((seen, kept.toArray))
+    }.collect()
+    val totalRows = sketches.map(_._1).sum
+    if (totalRows == 0L) return (HotKeyRanges(hashPartitions, Nil), 0L)
+
+    val keyAttributes = keys.zipWithIndex.map { case (k, i) => AttributeReference(s"k$i", k.dataType)() }
+    val valueAttribute = AttributeReference("v", value.dataType)()
+    val sampled = keyAttributes :+ valueAttribute
+    val keyOf = UnsafeProjection.create(keyAttributes, sampled)
+    val valueOf = UnsafeProjection.create(Seq(valueAttribute), sampled)
+    val candidates = new java.util.HashMap[UnsafeRow, ArrayBuffer[(UnsafeRow, Float)]]()
+    val estimatedRows = new java.util.HashMap[UnsafeRow, java.lang.Double]()
+    sketches.foreach { case (rows, kept) =>
+      val weight = if (kept.isEmpty) 0.0 else rows.toDouble / kept.length
+      kept.foreach { row =>
+        val key = keyOf(row).copy()
+        var values = candidates.get(key)
+        if (values == null) {
+          values = new ArrayBuffer[(UnsafeRow, Float)]()
+          candidates.put(key, values)
+          estimatedRows.put(key, 0.0)
+        }
+        values += ((valueOf(row).copy(), weight.toFloat))
+        estimatedRows.put(key, estimatedRows.get(key) + weight)
+      }
+    }
+
+    val averagePartitionRows = totalRows.toDouble / hashPartitions
+    implicit val ordering: Ordering[UnsafeRow] =
+      valueOrdering(value.dataType).asInstanceOf[Ordering[UnsafeRow]]
+    val hot = new ArrayBuffer[HotKeyRange]()
+    var nextPartition = hashPartitions
+    // Largest first: deterministic, and the hottest keys get the first split partitions.
+    val byEstimate = candidates.keySet().toArray(Array.empty[UnsafeRow])
+      .map(k => (k, estimatedRows.get(k).doubleValue)).sortBy(-_._2)
+    byEstimate.foreach { case (key, rows) =>
+      val splits = math.min(maxSplits.toDouble, math.ceil(rows / averagePartitionRows)).toInt
+      if (rows >= minKeyRows && splits >= 2) {
+        val bounds = RangePartitioner.determineBounds(candidates.get(key), splits)(
+          ordering, ClassTag(classOf[UnsafeRow]))
+        if (bounds.nonEmpty) {
+          val range = HotKeyRange(key, nextPartition, bounds)
+          hot += range
+          nextPartition += range.numSplits
+        }
+      }
+    }
+    (HotKeyRanges(hashPartitions, hot.toSeq), totalRows)
+  }
+}

@@ -1,0 +1,316 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.{ShuffleDependency, SparkEnv, TaskContext}
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeSet, BindReferences, Expression, GenericInternalRow, MutableProjection, NamedExpression, RowOrdering, SortOrder, SortPrefix, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Final, Partial}
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
+import org.apache.spark.sql.catalyst.util.truncatedString
+import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShuffledRowRDD, SortPrefixUtils, SparkPlan, SQLExecution, UnaryExecNode, UnsafeExternalRowSorter, UnsafeRowSerializer}
+import org.apache.spark.sql.execution.aggregate.SortBasedAggregationIterator
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter}
+
+/**
+ * [[SingleKeyAggregateExec]] whose hot keys are split by value across several tasks, so that the
+ * exact percentiles of one key are computed in parallel.
+ *
+ * Plan shape: planned by [[PlanHolisticAggregatesSortBased]] in place of SingleKeyAggregate
+ * (and its hash shuffle and sort) when every holistic function is a [[SortedRunPercentile]]
+ * without FILTER and every other function has a fixed-size buffer Spark can merge
+ * (DeclarativeAggregate: sum, count, avg, min, max, ...). Its child is the projected input; it
+ * shuffles that input itself, because where a row goes depends on a sample taken when it runs.
+ *
+ * Execution (all decisions are functions of the input, so task retries are safe):
+ *  1. One job samples the input ([[HotKeyRanges.sample]]): hot keys and value bounds for them.
+ *  2. One shuffle of the input: ordinary keys by hash to `spark.sql.shuffle.partitions`
+ *     partitions, each hot key by value range to its own split partitions.
+ *  3. Ordinary partitions: sorted by (keys, value) and aggregated one key at a time, exactly as
+ *     SingleKeyAggregate does.
+ *  4. Hot keys (only when there are any): a job counts, per split and percentile function, the
+ *     ranks the split holds (non-null values, or the sum of their frequencies). The driver adds
+ *     them up: each split's rank offset within its key, each key's total, and so the 0-based
+ *     ranks each percentile needs and the split that holds each (the two ranks of an
+ *     interpolation can lie in two adjacent splits). A second job sorts each split by value and
+ *     returns the values at its ranks, plus the partial buffers (Spark's Partial mode) of the
+ *     other functions. One task then merges each hot key's pieces into its row: the percentiles
+ *     with Spark's arithmetic ([[SortedRunPercentile.resultFrom]]), the other functions in
+ *     Spark's Final mode.
+ * Refuses nothing at run time: when the sample finds no hot key it is a SingleKeyAggregate with
+ * one extra pass over its input (the sample).
+ *
+ * Metrics: keys processed, rows read, percentile buffer spill size, hot keys split, splits, and
+ * percentiles interpolated between two splits.
+ */
+case class HotKeySplitAggregateExec(
+    groupingAttributes: Seq[Attribute],
+    aggregateExpressions: Seq[AggregateExpression],
+    aggregateAttributes: Seq[Attribute],
+    resultExpressions: Seq[NamedExpression],
+    sortValue: Expression,
+    child: SparkPlan)
+  extends UnaryExecNode {
+
+  override def output: Seq[Attribute] = resultExpressions.map(_.toAttribute)
+  override def producedAttributes: AttributeSet = AttributeSet(aggregateAttributes)
+
+  private lazy val readMetrics = SQLShuffleReadMetricsReporter.createShuffleReadMetrics(sparkContext)
+  private lazy val writeMetrics = SQLShuffleWriteMetricsReporter.createShuffleWriteMetrics(sparkContext)
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "keys processed"),
+    "numInputRows" -> SQLMetrics.createMetric(sparkContext, "rows read"),
+    "spillSize" -> SQLMetrics.createSizeMetric(sparkContext, "key buffer spill size"),
+    "hotKeys" -> SQLMetrics.createMetric(sparkContext, "number of hot keys split"),
+    "splits" -> SQLMetrics.createMetric(sparkContext, "number of splits"),
+    "dataSize" -> SQLMetrics.createSizeMetric(sparkContext, "data size"),
+    "splitInterpolations" -> SQLMetrics.createMetric(sparkContext,
+      "percentiles interpolated between two splits")) ++ readMetrics ++ writeMetrics
+
+  // Still a SingleKeyAggregate (one key at a time), with hot keys split: plans name it so.
+  override def nodeName: String = "SingleKeyAggregate"
+
+  override def simpleString(maxFields: Int): String = {
+    val keys = truncatedString(groupingAttributes, "[", ", ", "]", maxFields)
+    val functions = truncatedString(aggregateExpressions, "[", ", ", "]", maxFields)
+    s"SingleKeyAggregate(key=$keys, functions=$functions, sortedBy=${sortValue.sql}, " +
+      "hotKeys=splitByValue)"
+  }
+
+  /** (function, its index in aggregateExpressions), for the percentile functions. */
+  private def percentiles: Seq[(SortedRunPercentile, Int)] =
+    aggregateExpressions.zipWithIndex.collect {
+      case (AggregateExpression(p: SortedRunPercentile, _, _, _, _), i) => (p, i)
+    }
+
+  /** The other functions: merged from per-split partial buffers for hot keys. */
+  private def others: Seq[(AggregateExpression, Int)] =
+    aggregateExpressions.zipWithIndex.filterNot(_._1.aggregateFunction.isInstanceOf[SortedRunPercentile])
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val input = child.execute()
+    val (ranges, _) = HotKeyRanges.sample(input, groupingAttributes, sortValue, child.output,
+      conf.numShufflePartitions,
+      conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS),
+      conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MAX_SPLITS),
+      conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_SIZE))
+    longMetric("hotKeys").set(ranges.hotKeys.size.toLong)
+    longMetric("splits").set(ranges.numSplits.toLong)
+
+    val dependency = shuffleDependency(input, ranges)
+    val ordinaryPartitions = new ShuffledRowRDD(dependency, readMetrics,
+      Array.tabulate(ranges.hashPartitions)(i => CoalescedPartitionSpec(i, i + 1)))
+    val ordinaryRows = aggregateOrdinaryKeys(ordinaryPartitions)
+    val result = if (ranges.hotKeys.isEmpty) ordinaryRows else {
+      sparkContext.union(ordinaryRows, aggregateHotKeys(new ShuffledRowRDD(dependency, readMetrics), ranges))
+    }
+    SQLMetrics.postDriverMetricUpdates(sparkContext,
+      sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY),
+      Seq("hotKeys", "splits", "splitInterpolations").map(longMetric))
+    result
+  }
+
+  /** The input shuffled by [[HotKeyRanges.router]]. */
+  private def shuffleDependency(input: RDD[InternalRow], ranges: HotKeyRanges)
+      : ShuffleDependency[Int, InternalRow, InternalRow] = {
+    val keys = groupingAttributes
+    val value = sortValue
+    val inputAttributes = child.output
+    val withPartitionIds = input.mapPartitionsWithIndexInternal { (_, rows) =>
+      val partitionOf = ranges.router(keys, value, inputAttributes)
+      val pair = new org.apache.spark.util.MutablePair[Int, InternalRow]()
+      // Rows are written as they come, unless there are more than 16M partitions (never here):
+      // as ShuffleExchangeExec, no copy.
+      rows.map(row => pair.update(partitionOf(row), row))
+    }
+    new ShuffleDependency[Int, InternalRow, InternalRow](
+      withPartitionIds,
+      new org.apache.spark.PartitionIdPassthrough(ranges.numPartitions),
+      new UnsafeRowSerializer(inputAttributes.size, longMetric("dataSize")),
+      shuffleWriterProcessor = ShuffleExchangeExec.createShuffleWriteProcessor(writeMetrics))
+  }
+
+  /** Functions with the percentile buffers' spill metric attached. */
+  private def functionsWithMetrics: Seq[AggregateExpression] = {
+    val spillSize = longMetric("spillSize")
+    aggregateExpressions.map(_.transformDown {
+      case p: SortedRunPercentile => p.copy(spillSize = Some(spillSize))
+    }.asInstanceOf[AggregateExpression])
+  }
+
+  /** Ordinary keys: sorted by (keys, value), then one key at a time, as SingleKeyAggregate. */
+  private def aggregateOrdinaryKeys(partitions: RDD[InternalRow]): RDD[InternalRow] = {
+    val keys = longMetric("numOutputRows")
+    val rowsRead = longMetric("numInputRows")
+    val functions = functionsWithMetrics
+    val inputAttributes = child.output
+    val order = (groupingAttributes :+ sortValue).map(SortOrder(_, Ascending))
+    val grouping = groupingAttributes
+    val attributes = aggregateAttributes
+    val results = resultExpressions
+    partitions.mapPartitionsWithIndexInternal { (partIndex, input) =>
+      if (!input.hasNext) Iterator.empty else {
+        val sorted = HotKeySplitAggregateExec.sort(input.map { row => rowsRead += 1; row },
+          order, inputAttributes)
+        new SortBasedAggregationIterator(partIndex, grouping, inputAttributes, sorted, functions,
+          attributes, 0, results,
+          (expressions, schema) => MutableProjection.create(expressions, schema), keys)
+      }
+    }
+  }
+
+  /** Hot keys: count job, pick job, and an RDD of one task that merges each key's pieces. */
+  private def aggregateHotKeys(shuffled: RDD[InternalRow], ranges: HotKeyRanges): RDD[InternalRow] = {
+    val inputAttributes = child.output
+    val boundPercentiles = percentiles.map { case (p, _) =>
+      BindReferences.bindReference(p, inputAttributes)
+    }
+    val splitIds = ranges.splitPartitions
+
+    // Ranks held by each split, per percentile function.
+    val counts: Array[Array[Long]] = sparkContext.runJob(shuffled,
+      (rows: Iterator[InternalRow]) => {
+        val held = new Array[Long](boundPercentiles.size)
+        rows.foreach { row =>
+          var j = 0
+          while (j < held.length) { held(j) += boundPercentiles(j).weight(row); j += 1 }
+        }
+        held
+      }, splitIds)
+
+    // Per split and function: the ascending local ranks the split must return.
+    val localRanks: Array[Array[Array[Long]]] = Array.fill(splitIds.size, boundPercentiles.size)(Array.empty[Long])
+    var interpolations = 0L
+    ranges.hotKeys.foreach { hot =>
+      val splitsOfKey = hot.partitions.map(_ - ranges.hashPartitions)
+      boundPercentiles.indices.foreach { j =>
+        val held = splitsOfKey.map(s => counts(s)(j))
+        val offsets = held.scanLeft(0L)(_ + _)
+        val total = offsets.last
+        def splitOfRank(rank: Long): Int = splitsOfKey(offsets.lastIndexWhere(_ <= rank) min (held.size - 1))
+        val needed = boundPercentiles(j).ranksNeeded(total)
+        needed.groupBy(splitOfRank).foreach { case (split, ranks) =>
+          val offset = offsets(splitsOfKey.indexOf(split))
+          localRanks(split)(j) = ranks.map(_ - offset).sorted
+        }
+        interpolations += boundPercentiles(j).rankPairs(total).count { case (low, high) =>
+          splitOfRank(low) != splitOfRank(high)
+        }
+      }
+    }
+    longMetric("splitInterpolations").set(interpolations)
+
+    // Values at those ranks and the other functions' partial buffers, per split.
+    val valueOrder = Seq(SortOrder(sortValue, Ascending))
+    val grouping = groupingAttributes
+    val partial = others.map(_._1.copy(mode = Partial))
+    val rowsRead = longMetric("numInputRows")
+    val splitIdsArray = splitIds.toArray
+    val pieces: Array[SplitPiece] = sparkContext.runJob(shuffled,
+      (context: TaskContext, rows: Iterator[InternalRow]) => {
+        val split = context.partitionId() - splitIdsArray.head
+        val wanted = localRanks(split)
+        val found = wanted.map(r => new Array[AnyRef](r.length))
+        val seen = new Array[Long](boundPercentiles.size)
+        val next = new Array[Int](boundPercentiles.size)
+        // Only a split that holds a wanted rank sorts its rows.
+        val ordered = if (wanted.forall(_.isEmpty)) rows
+          else HotKeySplitAggregateExec.sort(rows, valueOrder, inputAttributes)
+        val picked = ordered.map { row =>
+          rowsRead += 1
+          var j = 0
+          while (j < seen.length) {
+            seen(j) += boundPercentiles(j).weight(row)
+            while (next(j) < wanted(j).length && wanted(j)(next(j)) < seen(j)) {
+              found(j)(next(j)) = InternalRow.copyValue(boundPercentiles(j).child.eval(row))
+                .asInstanceOf[AnyRef]
+              next(j) += 1
+            }
+            j += 1
+          }
+          row
+        }
+        val buffer = if (partial.isEmpty || !picked.hasNext) None else {
+          val aggregated = new SortBasedAggregationIterator(context.partitionId(), grouping,
+            inputAttributes, picked, partial, partial.flatMap(_.aggregateFunction.aggBufferAttributes),
+            0, grouping ++ partial.flatMap(_.aggregateFunction.inputAggBufferAttributes),
+            (expressions, schema) => MutableProjection.create(expressions, schema), new SQLMetric("sum"))
+          Some(aggregated.next().copy())
+        }
+        picked.foreach(_ => ()) // a split holds one key: the aggregation read it all already
+        SplitPiece(found, buffer)
+      }, splitIds)
+
+    // One task: each hot key's row from its splits' pieces.
+    val keysProcessed = longMetric("numOutputRows")
+    val aggregateIndexOfPercentile = percentiles.map(_._2)
+    val aggregateIndexOfOther = others.map(_._2)
+    val finalOthers = others.map(_._1.copy(mode = Final))
+    val attributes = aggregateAttributes
+    val results = resultExpressions
+    val hashPartitions = ranges.hashPartitions
+    val hotKeys = ranges.hotKeys
+    sparkContext.parallelize(Seq(0), 1).mapPartitionsInternal { _ =>
+      val project = UnsafeProjection.create(results, grouping ++ attributes)
+      val finalInput = grouping ++ finalOthers.flatMap(_.aggregateFunction.inputAggBufferAttributes)
+      hotKeys.iterator.map { hot =>
+        val splits = hot.partitions.map(_ - hashPartitions)
+        val values = new Array[Any](grouping.size + attributes.size)
+        grouping.indices.foreach(i => values(i) = hot.key.get(i, grouping(i).dataType))
+        boundPercentiles.indices.foreach { j =>
+          val held = splits.map(s => counts(s)(j))
+          val offsets = held.scanLeft(0L)(_ + _)
+          val atRank = splits.zip(offsets).flatMap { case (s, offset) =>
+            localRanks(s)(j).map(_ + offset).zip(pieces(s).values(j))
+          }.toMap
+          values(grouping.size + aggregateIndexOfPercentile(j)) =
+            boundPercentiles(j).resultFrom(offsets.last, atRank)
+        }
+        if (finalOthers.nonEmpty) {
+          val buffers = splits.flatMap(s => pieces(s).buffer)
+          val merged = new SortBasedAggregationIterator(0, grouping, finalInput, buffers.iterator,
+            finalOthers, finalOthers.map(_.resultAttribute), grouping.size,
+            grouping ++ finalOthers.map(_.resultAttribute),
+            (expressions, schema) => MutableProjection.create(expressions, schema), new SQLMetric("sum"))
+            .next()
+          aggregateIndexOfOther.zipWithIndex.foreach { case (index, i) =>
+            values(grouping.size + index) = merged.get(grouping.size + i, finalOthers(i).resultAttribute.dataType)
+          }
+        }
+        keysProcessed += 1
+        project(new GenericInternalRow(values)).copy(): InternalRow
+      }
+    }
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): HotKeySplitAggregateExec =
+    copy(child = newChild)
+}
+
+/** What one split of a hot key returns: per percentile, its values at the asked ranks; partial buffers. */
+case class SplitPiece(values: Array[Array[AnyRef]], buffer: Option[UnsafeRow])
+
+object HotKeySplitAggregateExec {
+  /** Rows sorted by `order` with Spark's external sorter (as SortExec.createSorter). */
+  def sort(rows: Iterator[InternalRow], order: Seq[SortOrder], input: Seq[Attribute])
+      : Iterator[InternalRow] = {
+    val ordering = RowOrdering.create(order, input)
+    val first = BindReferences.bindReference(order.head, input)
+    val prefixComparator = SortPrefixUtils.getPrefixComparator(first)
+    val prefixExpression = SortPrefix(first)
+    val prefixProjection = UnsafeProjection.create(Seq(prefixExpression))
+    val prefixComputer = new UnsafeExternalRowSorter.PrefixComputer {
+      private val result = new UnsafeExternalRowSorter.PrefixComputer.Prefix
+      override def computePrefix(row: InternalRow): UnsafeExternalRowSorter.PrefixComputer.Prefix = {
+        val prefix = prefixProjection.apply(row)
+        result.isNull = prefix.isNullAt(0)
+        result.value = if (result.isNull) prefixExpression.nullValue else prefix.getLong(0)
+        result
+      }
+    }
+    val sorter = UnsafeExternalRowSorter.create(DataTypeUtils.fromAttributes(input), ordering,
+      prefixComparator, prefixComputer, SparkEnv.get.memoryManager.pageSizeBytes, false)
+    sorter.sort(rows.asInstanceOf[Iterator[UnsafeRow]])
+  }
+}
