@@ -28,15 +28,15 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics, SQLShuffleR
  *     partitions, each hot key by value range to its own split partitions.
  *  3. Ordinary partitions: sorted by (keys, value) and aggregated one key at a time, exactly as
  *     SingleKeyAggregate does.
- *  4. Hot keys (only when there are any): a job counts, per split and percentile function, the
- *     ranks the split holds (non-null values, or the sum of their frequencies). The driver adds
- *     them up: each split's rank offset within its key, each key's total, and so the 0-based
- *     ranks each percentile needs and the split that holds each (the two ranks of an
- *     interpolation can lie in two adjacent splits). A second job sorts each split by value and
- *     returns the values at its ranks, plus the partial buffers (Spark's Partial mode) of the
- *     other functions. One task then merges each hot key's pieces into its row: the percentiles
- *     with Spark's arithmetic ([[SortedRunPercentile.resultFrom]]), the other functions in
- *     Spark's Final mode.
+ *  4. Hot keys (only when there are any): a job reads every split once and returns, per
+ *     percentile function, how many ranks the split holds (its non-null values, or the sum of
+ *     their frequencies), and the partial buffer (Spark's Partial mode) of the other functions.
+ *     The driver adds the counts up: each split's rank offset within its key, each key's total,
+ *     so the ranks each percentile needs and the split holding each (the two ranks of an
+ *     interpolation can lie in two adjacent splits). A second job runs only on the splits that
+ *     hold a needed rank: each sorts its rows by value and returns the values at its ranks. One
+ *     task then merges each hot key's pieces into its row: the percentiles with Spark's
+ *     arithmetic ([[SortedRunPercentile.resultFrom]]), the other functions in Final mode.
  * Refuses nothing at run time: when the sample finds no hot key it is a SingleKeyAggregate with
  * one extra pass over its input (the sample).
  *
@@ -160,87 +160,90 @@ case class HotKeySplitAggregateExec(
     }
   }
 
-  /** Hot keys: count job, pick job, and an RDD of one task that merges each key's pieces. */
+  /**
+   * Hot keys: a job reading every split (ranks held, partial buffers of the other functions), a
+   * job over the splits that hold a wanted rank (sorted, values at those ranks), and an RDD of one
+   * task that merges each key's pieces.
+   */
   private def aggregateHotKeys(shuffled: RDD[InternalRow], ranges: HotKeyRanges): RDD[InternalRow] = {
     val inputAttributes = child.output
     val boundPercentiles = percentiles.map { case (p, _) =>
       BindReferences.bindReference(p, inputAttributes)
     }
     val splitIds = ranges.splitPartitions
+    val firstSplit = splitIds.head
+    val grouping = groupingAttributes
+    val partial = others.map(_._1.copy(mode = Partial))
+    val rowsRead = longMetric("numInputRows")
 
-    // Ranks held by each split, per percentile function.
-    val counts: Array[Array[Long]] = sparkContext.runJob(shuffled,
-      (rows: Iterator[InternalRow]) => {
+    // Per split: the ranks it holds per percentile function, and the others' partial buffer.
+    val counts: Array[SplitCount] = sparkContext.runJob(shuffled,
+      (context: TaskContext, rows: Iterator[InternalRow]) => {
         val held = new Array[Long](boundPercentiles.size)
-        rows.foreach { row =>
+        val counted = rows.map { row =>
+          rowsRead += 1
           var j = 0
           while (j < held.length) { held(j) += boundPercentiles(j).weight(row); j += 1 }
+          row
         }
-        held
+        val buffer = if (partial.isEmpty || !counted.hasNext) None else {
+          val aggregated = new SortBasedAggregationIterator(context.partitionId(), grouping,
+            inputAttributes, counted, partial, partial.flatMap(_.aggregateFunction.aggBufferAttributes),
+            0, grouping ++ partial.flatMap(_.aggregateFunction.inputAggBufferAttributes),
+            (expressions, schema) => MutableProjection.create(expressions, schema), new SQLMetric("sum"))
+          Some(aggregated.next().copy())
+        }
+        counted.foreach(_ => ()) // (a split holds one key: the aggregation read it all already)
+        SplitCount(held, buffer)
       }, splitIds)
 
-    // Per split and function: the ascending local ranks the split must return.
-    val localRanks: Array[Array[Array[Long]]] = Array.fill(splitIds.size, boundPercentiles.size)(Array.empty[Long])
+    // Per split and function: the ascending ranks within the split that the results need.
+    val localRanks: Array[Array[Array[Long]]] =
+      Array.fill(splitIds.size, boundPercentiles.size)(Array.empty[Long])
     var interpolations = 0L
     ranges.hotKeys.foreach { hot =>
-      val splitsOfKey = hot.partitions.map(_ - ranges.hashPartitions)
+      val splitsOfKey = hot.partitions.map(_ - firstSplit)
       boundPercentiles.indices.foreach { j =>
-        val held = splitsOfKey.map(s => counts(s)(j))
-        val offsets = held.scanLeft(0L)(_ + _)
-        val total = offsets.last
-        def splitOfRank(rank: Long): Int = splitsOfKey(offsets.lastIndexWhere(_ <= rank) min (held.size - 1))
-        val needed = boundPercentiles(j).ranksNeeded(total)
-        needed.groupBy(splitOfRank).foreach { case (split, ranks) =>
-          val offset = offsets(splitsOfKey.indexOf(split))
-          localRanks(split)(j) = ranks.map(_ - offset).sorted
+        val offsets = splitsOfKey.map(s => counts(s).held(j)).scanLeft(0L)(_ + _)
+        // The last split whose offset is <= rank (splits holding no rank are skipped).
+        def splitOfRank(rank: Long): Int =
+          splitsOfKey(math.min(offsets.lastIndexWhere(_ <= rank), splitsOfKey.size - 1))
+        boundPercentiles(j).ranksNeeded(offsets.last).groupBy(splitOfRank).foreach {
+          case (split, ranks) =>
+            val offset = offsets(splitsOfKey.indexOf(split))
+            localRanks(split)(j) = ranks.map(_ - offset).sorted
         }
-        interpolations += boundPercentiles(j).rankPairs(total).count { case (low, high) =>
-          splitOfRank(low) != splitOfRank(high)
+        interpolations += boundPercentiles(j).rankPairs(offsets.last).count {
+          case (low, high) => splitOfRank(low) != splitOfRank(high)
         }
       }
     }
     longMetric("splitInterpolations").set(interpolations)
 
-    // Values at those ranks and the other functions' partial buffers, per split.
+    // The values at those ranks: only the splits holding one sort their rows.
     val valueOrder = Seq(SortOrder(sortValue, Ascending))
-    val grouping = groupingAttributes
-    val partial = others.map(_._1.copy(mode = Partial))
-    val rowsRead = longMetric("numInputRows")
-    val splitIdsArray = splitIds.toArray
-    val pieces: Array[SplitPiece] = sparkContext.runJob(shuffled,
-      (context: TaskContext, rows: Iterator[InternalRow]) => {
-        val split = context.partitionId() - splitIdsArray.head
-        val wanted = localRanks(split)
-        val found = wanted.map(r => new Array[AnyRef](r.length))
-        val seen = new Array[Long](boundPercentiles.size)
-        val next = new Array[Int](boundPercentiles.size)
-        // Only a split that holds a wanted rank sorts its rows.
-        val ordered = if (wanted.forall(_.isEmpty)) rows
-          else HotKeySplitAggregateExec.sort(rows, valueOrder, inputAttributes)
-        val picked = ordered.map { row =>
-          rowsRead += 1
-          var j = 0
-          while (j < seen.length) {
-            seen(j) += boundPercentiles(j).weight(row)
-            while (next(j) < wanted(j).length && wanted(j)(next(j)) < seen(j)) {
-              found(j)(next(j)) = InternalRow.copyValue(boundPercentiles(j).child.eval(row))
-                .asInstanceOf[AnyRef]
-              next(j) += 1
+    val picking = splitIds.filter(p => localRanks(p - firstSplit).exists(_.nonEmpty))
+    val picked: Map[Int, Array[Array[AnyRef]]] = picking.map(_ - firstSplit).zip(
+      sparkContext.runJob(shuffled,
+        (context: TaskContext, rows: Iterator[InternalRow]) => {
+          val wanted = localRanks(context.partitionId() - firstSplit)
+          val found = wanted.map(r => new Array[AnyRef](r.length))
+          val seen = new Array[Long](wanted.length)
+          val next = new Array[Int](wanted.length)
+          HotKeySplitAggregateExec.sort(rows, valueOrder, inputAttributes).foreach { row =>
+            var j = 0
+            while (j < wanted.length) {
+              seen(j) += boundPercentiles(j).weight(row)
+              while (next(j) < wanted(j).length && wanted(j)(next(j)) < seen(j)) {
+                found(j)(next(j)) = InternalRow.copyValue(boundPercentiles(j).child.eval(row))
+                  .asInstanceOf[AnyRef]
+                next(j) += 1
+              }
+              j += 1
             }
-            j += 1
           }
-          row
-        }
-        val buffer = if (partial.isEmpty || !picked.hasNext) None else {
-          val aggregated = new SortBasedAggregationIterator(context.partitionId(), grouping,
-            inputAttributes, picked, partial, partial.flatMap(_.aggregateFunction.aggBufferAttributes),
-            0, grouping ++ partial.flatMap(_.aggregateFunction.inputAggBufferAttributes),
-            (expressions, schema) => MutableProjection.create(expressions, schema), new SQLMetric("sum"))
-          Some(aggregated.next().copy())
-        }
-        picked.foreach(_ => ()) // a split holds one key: the aggregation read it all already
-        SplitPiece(found, buffer)
-      }, splitIds)
+          found
+        }, picking)).toMap
 
     // One task: each hot key's row from its splits' pieces.
     val keysProcessed = longMetric("numOutputRows")
@@ -249,26 +252,24 @@ case class HotKeySplitAggregateExec(
     val finalOthers = others.map(_._1.copy(mode = Final))
     val attributes = aggregateAttributes
     val results = resultExpressions
-    val hashPartitions = ranges.hashPartitions
     val hotKeys = ranges.hotKeys
     sparkContext.parallelize(Seq(0), 1).mapPartitionsInternal { _ =>
       val project = UnsafeProjection.create(results, grouping ++ attributes)
       val finalInput = grouping ++ finalOthers.flatMap(_.aggregateFunction.inputAggBufferAttributes)
       hotKeys.iterator.map { hot =>
-        val splits = hot.partitions.map(_ - hashPartitions)
+        val splits = hot.partitions.map(_ - firstSplit)
         val values = new Array[Any](grouping.size + attributes.size)
         grouping.indices.foreach(i => values(i) = hot.key.get(i, grouping(i).dataType))
         boundPercentiles.indices.foreach { j =>
-          val held = splits.map(s => counts(s)(j))
-          val offsets = held.scanLeft(0L)(_ + _)
+          val offsets = splits.map(s => counts(s).held(j)).scanLeft(0L)(_ + _)
           val atRank = splits.zip(offsets).flatMap { case (s, offset) =>
-            localRanks(s)(j).map(_ + offset).zip(pieces(s).values(j))
+            picked.get(s).toSeq.flatMap(found => localRanks(s)(j).map(_ + offset).zip(found(j)))
           }.toMap
           values(grouping.size + aggregateIndexOfPercentile(j)) =
             boundPercentiles(j).resultFrom(offsets.last, atRank)
         }
         if (finalOthers.nonEmpty) {
-          val buffers = splits.flatMap(s => pieces(s).buffer)
+          val buffers = splits.flatMap(s => counts(s).buffer)
           val merged = new SortBasedAggregationIterator(0, grouping, finalInput, buffers.iterator,
             finalOthers, finalOthers.map(_.resultAttribute), grouping.size,
             grouping ++ finalOthers.map(_.resultAttribute),
@@ -288,8 +289,11 @@ case class HotKeySplitAggregateExec(
     copy(child = newChild)
 }
 
-/** What one split of a hot key returns: per percentile, its values at the asked ranks; partial buffers. */
-case class SplitPiece(values: Array[Array[AnyRef]], buffer: Option[UnsafeRow])
+/**
+ * What the first job returns for one split of a hot key: the ranks it holds per percentile
+ * function, and the partial buffer of the other functions (None without any, or when empty).
+ */
+case class SplitCount(held: Array[Long], buffer: Option[UnsafeRow])
 
 object HotKeySplitAggregateExec {
   /** Rows sorted by `order` with Spark's external sorter (as SortExec.createSorter). */

@@ -129,7 +129,7 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
       }
       a.copy(aggregateFunction = function, mode = Complete)
     }
-    if (splittable(complete, conf)) {
+    if (splittable(complete, child, conf)) {
       HotKeySplitAggregateExec(
         groupingAttributes, complete, complete.map(_.resultAttribute), results, sortValue.get, projected)
     } else {
@@ -141,10 +141,13 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
   /**
    * Whether hot keys may be split by value ([[HotKeySplitAggregateExec]]): every holistic
    * function is a percentile without FILTER, and every other function has a fixed-size buffer
-   * that Spark merges in Final mode (no mode, collect_list, percentile_approx, typed Aggregators).
+   * that Spark merges in Final mode (no mode, collect_list, percentile_approx, typed Aggregators),
+   * and the input is deterministic: the split's jobs read the shuffled input twice (counts, then
+   * values at ranks), and a map task re-run in between must write the same rows.
    */
-  private def splittable(functions: Seq[AggregateExpression], conf: SQLConf): Boolean =
-    SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_SPLIT_ENABLED) &&
+  private def splittable(
+      functions: Seq[AggregateExpression], child: LogicalPlan, conf: SQLConf): Boolean =
+    SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_SPLIT_ENABLED) && child.deterministic &&
       functions.exists(_.aggregateFunction.isInstanceOf[SortedRunPercentile]) &&
       functions.forall { a =>
         a.aggregateFunction match {

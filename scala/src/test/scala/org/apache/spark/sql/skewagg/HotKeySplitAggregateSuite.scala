@@ -183,6 +183,15 @@ class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
     "a percentile with FILTER" -> "percentile(v, 0.5) FILTER (WHERE i > 2)",
     "split disabled" -> "percentile(v, 0.5)")
 
+  test("not split: a nondeterministic input") {
+    val input: SparkSession => DataFrame = s => oneHotKey(s).withColumn("r", rand(7))
+    withSQLConf(splitting: _*) {
+      val plan = executedPlan(view(input, "percentile(r, 0.5)")(spark))
+      assert(nodes[HotKeySplitAggregateExec](plan).isEmpty, plan)
+      assert(nodes[SingleKeyAggregateExec](plan).size == 1, plan)
+    }
+  }
+
   for ((name, select) <- unsplit) {
     test(s"not split: $name") {
       val conf = if (name == "split disabled") {
