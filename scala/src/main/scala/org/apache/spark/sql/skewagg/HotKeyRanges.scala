@@ -6,8 +6,7 @@ import scala.reflect.ClassTag
 import org.apache.spark.RangePartitioner
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeReference, BaseOrdering, BoundReference, Expression, Murmur3Hash, Pmod, RowOrdering, SortOrder, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.catalyst.expressions.Literal
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeReference, BaseOrdering, BoundReference, Expression, Literal, Murmur3Hash, Pmod, RowOrdering, SortOrder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.types.DataType
 
 /**
@@ -35,12 +34,6 @@ final case class HotKeyRanges(hashPartitions: Int, hotKeys: Seq[HotKeyRange]) {
   def numPartitions: Int = hashPartitions + hotKeys.map(_.numSplits).sum
   def splitPartitions: Range = hashPartitions until numPartitions
   def numSplits: Int = numPartitions - hashPartitions
-
-  /** The hot key a split partition belongs to, and the split's index within the key. */
-  def splitOf(partition: Int): (HotKeyRange, Int) = {
-    val key = hotKeys.find(_.partitions.contains(partition)).get
-    (key, partition - key.firstPartition)
-  }
 
   /**
    * The partition of each row, built once per task: `keys` and `value` are bound to `input`.
@@ -88,7 +81,6 @@ object HotKeyRanges {
    * `hashPartitions` partitions. Each is split into about (its rows / average partition rows)
    * ranges, at most `maxSplits`, with bounds at weighted quantiles of its sampled values (Spark's
    * `RangePartitioner.determineBounds`); a key whose sample gives no bound stays unsplit.
-   * Returns the routing and the number of input rows (exact: every row is counted).
    */
   def sample(
       input: RDD[InternalRow],
@@ -98,7 +90,7 @@ object HotKeyRanges {
       hashPartitions: Int,
       minKeyRows: Long,
       maxSplits: Int,
-      sampleSize: Int): (HotKeyRanges, Long) = {
+      sampleSize: Int): HotKeyRanges = {
     val perPartition = math.max(1, math.ceil(sampleSize.toDouble / math.max(1, input.getNumPartitions)).toInt)
     val sketches = input.mapPartitionsWithIndexInternal { (index, rows) =>
       val project = UnsafeProjection.create(keys :+ value, inputAttributes)
@@ -117,7 +109,7 @@ object HotKeyRanges {
       Iterator((seen, kept.toArray))
     }.collect()
     val totalRows = sketches.map(_._1).sum
-    if (totalRows == 0L) return (HotKeyRanges(hashPartitions, Nil), 0L)
+    if (totalRows == 0L) return HotKeyRanges(hashPartitions, Nil)
 
     val keyAttributes = keys.zipWithIndex.map { case (k, i) => AttributeReference(s"k$i", k.dataType)() }
     val valueAttribute = AttributeReference("v", value.dataType)()
@@ -161,6 +153,6 @@ object HotKeyRanges {
         }
       }
     }
-    (HotKeyRanges(hashPartitions, hot.toSeq), totalRows)
+    HotKeyRanges(hashPartitions, hot.toSeq)
   }
 }

@@ -62,6 +62,7 @@ case class HotKeySplitAggregateExec(
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "keys processed"),
     "numInputRows" -> SQLMetrics.createMetric(sparkContext, "rows read"),
     "spillSize" -> SQLMetrics.createSizeMetric(sparkContext, "key buffer spill size"),
+    "sortSpillSize" -> SQLMetrics.createSizeMetric(sparkContext, "sort spill size"),
     "hotKeys" -> SQLMetrics.createMetric(sparkContext, "number of hot keys split"),
     "splits" -> SQLMetrics.createMetric(sparkContext, "number of splits"),
     "dataSize" -> SQLMetrics.createSizeMetric(sparkContext, "data size"),
@@ -90,7 +91,7 @@ case class HotKeySplitAggregateExec(
 
   override protected def doExecute(): RDD[InternalRow] = {
     val input = child.execute()
-    val (ranges, _) = HotKeyRanges.sample(input, groupingAttributes, sortValue, child.output,
+    val ranges = HotKeyRanges.sample(input, groupingAttributes, sortValue, child.output,
       conf.numShufflePartitions,
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS),
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MAX_SPLITS),
@@ -143,6 +144,7 @@ case class HotKeySplitAggregateExec(
   private def aggregateOrdinaryKeys(partitions: RDD[InternalRow]): RDD[InternalRow] = {
     val keys = longMetric("numOutputRows")
     val rowsRead = longMetric("numInputRows")
+    val sortSpill = longMetric("sortSpillSize")
     val functions = functionsWithMetrics
     val inputAttributes = child.output
     val order = (groupingAttributes :+ sortValue).map(SortOrder(_, Ascending))
@@ -152,7 +154,7 @@ case class HotKeySplitAggregateExec(
     partitions.mapPartitionsWithIndexInternal { (partIndex, input) =>
       if (!input.hasNext) Iterator.empty else {
         val sorted = HotKeySplitAggregateExec.sort(input.map { row => rowsRead += 1; row },
-          order, inputAttributes)
+          order, inputAttributes, sortSpill)
         new SortBasedAggregationIterator(partIndex, grouping, inputAttributes, sorted, functions,
           attributes, 0, results,
           (expressions, schema) => MutableProjection.create(expressions, schema), keys)
@@ -175,13 +177,15 @@ case class HotKeySplitAggregateExec(
     val grouping = groupingAttributes
     val partial = others.map(_._1.copy(mode = Partial))
     val rowsRead = longMetric("numInputRows")
+    val sortSpill = longMetric("sortSpillSize")
 
     // Per split: the ranks it holds per percentile function, and the others' partial buffer.
     val counts: Array[SplitCount] = sparkContext.runJob(shuffled,
       (context: TaskContext, rows: Iterator[InternalRow]) => {
         val held = new Array[Long](boundPercentiles.size)
+        var read = 0L
         val counted = rows.map { row =>
-          rowsRead += 1
+          read += 1
           var j = 0
           while (j < held.length) { held(j) += boundPercentiles(j).weight(row); j += 1 }
           row
@@ -194,7 +198,8 @@ case class HotKeySplitAggregateExec(
           Some(aggregated.next().copy())
         }
         counted.foreach(_ => ()) // (a split holds one key: the aggregation read it all already)
-        SplitCount(held, buffer)
+        rowsRead += read
+        SplitCount(read, held, buffer)
       }, splitIds)
 
     // Per split and function: the ascending ranks within the split that the results need.
@@ -230,7 +235,7 @@ case class HotKeySplitAggregateExec(
           val found = wanted.map(r => new Array[AnyRef](r.length))
           val seen = new Array[Long](wanted.length)
           val next = new Array[Int](wanted.length)
-          HotKeySplitAggregateExec.sort(rows, valueOrder, inputAttributes).foreach { row =>
+          HotKeySplitAggregateExec.sort(rows, valueOrder, inputAttributes, sortSpill).foreach { row =>
             var j = 0
             while (j < wanted.length) {
               seen(j) += boundPercentiles(j).weight(row)
@@ -256,7 +261,8 @@ case class HotKeySplitAggregateExec(
     sparkContext.parallelize(Seq(0), 1).mapPartitionsInternal { _ =>
       val project = UnsafeProjection.create(results, grouping ++ attributes)
       val finalInput = grouping ++ finalOthers.flatMap(_.aggregateFunction.inputAggBufferAttributes)
-      hotKeys.iterator.map { hot =>
+      // (A hot key has rows, as the input is deterministic; the filter is only a safeguard.)
+      hotKeys.iterator.filter(_.partitions.exists(p => counts(p - firstSplit).rows > 0)).map { hot =>
         val splits = hot.partitions.map(_ - firstSplit)
         val values = new Array[Any](grouping.size + attributes.size)
         grouping.indices.foreach(i => values(i) = hot.key.get(i, grouping(i).dataType))
@@ -290,15 +296,19 @@ case class HotKeySplitAggregateExec(
 }
 
 /**
- * What the first job returns for one split of a hot key: the ranks it holds per percentile
- * function, and the partial buffer of the other functions (None without any, or when empty).
+ * What the first job returns for one split of a hot key: its rows, the ranks it holds per
+ * percentile function, and the partial buffer of the other functions (None without any, or
+ * when the split is empty).
  */
-case class SplitCount(held: Array[Long], buffer: Option[UnsafeRow])
+case class SplitCount(rows: Long, held: Array[Long], buffer: Option[UnsafeRow])
 
 object HotKeySplitAggregateExec {
-  /** Rows sorted by `order` with Spark's external sorter (as SortExec.createSorter). */
-  def sort(rows: Iterator[InternalRow], order: Seq[SortOrder], input: Seq[Attribute])
-      : Iterator[InternalRow] = {
+  /**
+   * Rows sorted by `order` with Spark's external sorter (as SortExec.createSorter); the bytes it
+   * spilled are added to `spillSize` (as SortExec does).
+   */
+  def sort(rows: Iterator[InternalRow], order: Seq[SortOrder], input: Seq[Attribute],
+      spillSize: SQLMetric): Iterator[InternalRow] = {
     val ordering = RowOrdering.create(order, input)
     val first = BindReferences.bindReference(order.head, input)
     val prefixComparator = SortPrefixUtils.getPrefixComparator(first)
@@ -315,6 +325,10 @@ object HotKeySplitAggregateExec {
     }
     val sorter = UnsafeExternalRowSorter.create(DataTypeUtils.fromAttributes(input), ordering,
       prefixComparator, prefixComputer, SparkEnv.get.memoryManager.pageSizeBytes, false)
-    sorter.sort(rows.asInstanceOf[Iterator[UnsafeRow]])
+    val taskMetrics = TaskContext.get().taskMetrics()
+    val spilledBefore = taskMetrics.memoryBytesSpilled
+    val sorted = sorter.sort(rows.asInstanceOf[Iterator[UnsafeRow]]) // reads all rows first
+    spillSize += taskMetrics.memoryBytesSpilled - spilledBefore
+    sorted
   }
 }
