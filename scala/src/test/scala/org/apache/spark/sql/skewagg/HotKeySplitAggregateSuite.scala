@@ -102,11 +102,24 @@ class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
       .foreach(assertSplit(_, hotKeys = 1))
   }
 
-  test("several hot keys") {
+  test("several hot keys, one of them the null key") {
     val input: SparkSession => DataFrame = s => table(s,
-      when(col("id") % 10 < 3, lit(0L)).when(col("id") % 10 < 6, lit(1L))
+      when(col("id") % 10 < 3, lit(0L)).when(col("id") % 10 < 6, lit(null).cast("long"))
         .otherwise(col("id") % 31), Rows)
     splitRuns(view(input, s"$percentiles, count(*), avg(v)")).foreach(assertSplit(_, hotKeys = 2))
+  }
+
+  test("two grouping keys, below a global sort and a join") {
+    splitRuns(s => {
+      oneHotKey(s).createOrReplaceTempView("t")
+      s.sql("SELECT a.k, a.s, a.m, a.n, b.c FROM (SELECT k, s, median(v) AS m, count(*) AS n " +
+        "FROM t GROUP BY k, s) a JOIN (SELECT k, count(*) AS c FROM t GROUP BY k) b " +
+        "ON a.k = b.k ORDER BY a.k, a.s")
+    }, SQLConf.SHUFFLE_PARTITIONS.key -> "20").foreach { op =>
+      // Average partition 200 rows; (0, s) has about 330 for each of the 5 values of s.
+      assert(op.metrics("hotKeys").value >= 2, op.metrics)
+      assert(op.metrics("splits").value > op.metrics("hotKeys").value, op.metrics)
+    }
   }
 
   test("a hot key whose values are all null") {
