@@ -75,12 +75,14 @@ object HotKeyRanges {
   }
 
   /**
-   * Samples `input` (keys and value, up to `sampleSize` rows spread over its partitions, each
-   * partition's reservoir seeded by its index: one job over the input) and picks the hot keys:
-   * those estimated at `minKeyRows` rows or more and larger than an average one of
+   * Samples `input` and picks the hot keys. The sample reads `sampleFraction` of the input's
+   * partitions (at least one, evenly spaced; one job) and keeps a reservoir of keys and values of
+   * up to `sampleSize` rows in all, each partition's reservoir seeded by its index. A key is hot
+   * when its estimated rows are at least `minKeyRows` and more than an average one of
    * `hashPartitions` partitions. Each is split into about (its rows / average partition rows)
    * ranges, at most `maxSplits`, with bounds at weighted quantiles of its sampled values (Spark's
    * `RangePartitioner.determineBounds`); a key whose sample gives no bound stays unsplit.
+   * Estimates only decide where rows go, never a result.
    */
   def sample(
       input: RDD[InternalRow],
@@ -90,9 +92,14 @@ object HotKeyRanges {
       hashPartitions: Int,
       minKeyRows: Long,
       maxSplits: Int,
-      sampleSize: Int): HotKeyRanges = {
-    val perPartition = math.max(1, math.ceil(sampleSize.toDouble / math.max(1, input.getNumPartitions)).toInt)
-    val sketches = input.mapPartitionsWithIndexInternal { (index, rows) =>
+      sampleSize: Int,
+      sampleFraction: Double): HotKeyRanges = {
+    val inputPartitions = input.getNumPartitions
+    if (inputPartitions == 0) return HotKeyRanges(hashPartitions, Nil)
+    val sampled = math.min(inputPartitions, math.max(1, math.ceil(inputPartitions * sampleFraction).toInt))
+    val chosen = (0 until sampled).map(i => (i.toLong * inputPartitions / sampled).toInt)
+    val perPartition = math.max(1, math.ceil(sampleSize.toDouble / sampled).toInt)
+    val reservoirs = input.mapPartitionsWithIndexInternal { (index, rows) =>
       val project = UnsafeProjection.create(keys :+ value, inputAttributes)
       val random = new java.util.Random(index.toLong * 0x9E3779B97F4A7C15L + 17)
       val kept = new ArrayBuffer[UnsafeRow](perPartition)
@@ -107,19 +114,23 @@ object HotKeyRanges {
         seen += 1
       }
       Iterator((seen, kept.toArray))
-    }.collect()
-    val totalRows = sketches.map(_._1).sum
-    if (totalRows == 0L) return HotKeyRanges(hashPartitions, Nil)
+    }
+    val sketches = input.sparkContext.runJob(reservoirs,
+      (rows: Iterator[(Long, Array[UnsafeRow])]) => rows.next(), chosen)
+    // Rows of the whole input, estimated from the partitions read.
+    val totalRows = sketches.map(_._1).sum.toDouble * inputPartitions / sampled
+    if (totalRows == 0.0) return HotKeyRanges(hashPartitions, Nil)
+    val scale = inputPartitions.toDouble / sampled
 
     val keyAttributes = keys.zipWithIndex.map { case (k, i) => AttributeReference(s"k$i", k.dataType)() }
     val valueAttribute = AttributeReference("v", value.dataType)()
-    val sampled = keyAttributes :+ valueAttribute
-    val keyOf = UnsafeProjection.create(keyAttributes, sampled)
-    val valueOf = UnsafeProjection.create(Seq(valueAttribute), sampled)
+    val sampleAttributes = keyAttributes :+ valueAttribute
+    val keyOf = UnsafeProjection.create(keyAttributes, sampleAttributes)
+    val valueOf = UnsafeProjection.create(Seq(valueAttribute), sampleAttributes)
     val candidates = new java.util.HashMap[UnsafeRow, ArrayBuffer[(UnsafeRow, Float)]]()
     val estimatedRows = new java.util.HashMap[UnsafeRow, java.lang.Double]()
     sketches.foreach { case (rows, kept) =>
-      val weight = if (kept.isEmpty) 0.0 else rows.toDouble / kept.length
+      val weight = if (kept.isEmpty) 0.0 else rows.toDouble / kept.length * scale
       kept.foreach { row =>
         val key = keyOf(row).copy()
         var values = candidates.get(key)
@@ -133,7 +144,7 @@ object HotKeyRanges {
       }
     }
 
-    val averagePartitionRows = totalRows.toDouble / hashPartitions
+    val averagePartitionRows = totalRows / hashPartitions
     implicit val ordering: Ordering[UnsafeRow] =
       valueOrdering(value.dataType).asInstanceOf[Ordering[UnsafeRow]]
     val hot = new ArrayBuffer[HotKeyRange]()

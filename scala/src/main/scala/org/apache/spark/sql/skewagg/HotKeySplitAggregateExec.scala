@@ -23,7 +23,7 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics, SQLShuffleR
  * shuffles that input itself, because where a row goes depends on a sample taken when it runs.
  *
  * Execution (all decisions are functions of the input, so task retries are safe):
- *  1. One job samples the input ([[HotKeyRanges.sample]]): hot keys and value bounds for them.
+ *  1. One job samples part of the input ([[HotKeyRanges.sample]]): hot keys and value bounds.
  *  2. One shuffle of the input: ordinary keys by hash to `spark.sql.shuffle.partitions`
  *     partitions, each hot key by value range to its own split partitions.
  *  3. Ordinary partitions: sorted by (keys, value) and aggregated one key at a time, exactly as
@@ -37,8 +37,8 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics, SQLShuffleR
  *     hold a needed rank: each sorts its rows by value and returns the values at its ranks. One
  *     task then merges each hot key's pieces into its row: the percentiles with Spark's
  *     arithmetic ([[SortedRunPercentile.resultFrom]]), the other functions in Final mode.
- * Refuses nothing at run time: when the sample finds no hot key it is a SingleKeyAggregate with
- * one extra pass over its input (the sample).
+ * Refuses nothing at run time: when the sample finds no hot key it is a SingleKeyAggregate whose
+ * input was partly read twice (the sampled partitions).
  *
  * Metrics: keys processed, rows read, percentile buffer spill size, hot keys split, splits, and
  * percentiles interpolated between two splits.
@@ -95,7 +95,8 @@ case class HotKeySplitAggregateExec(
       conf.numShufflePartitions,
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS),
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MAX_SPLITS),
-      conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_SIZE))
+      conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_SIZE),
+      conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_FRACTION))
     longMetric("hotKeys").set(ranges.hotKeys.size.toLong)
     longMetric("splits").set(ranges.numSplits.toLong)
 

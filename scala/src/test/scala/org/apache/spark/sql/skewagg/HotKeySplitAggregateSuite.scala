@@ -34,7 +34,7 @@ class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
   private val oneHotKey: SparkSession => DataFrame =
     s => table(s, when(col("id") % 10 < 4, lit(0L)).otherwise(col("id") % 101), Rows)
 
-  /** Low enough that key 0 above is split (the sample holds every row: exact estimates). */
+  /** Low enough that key 0 above is split (the sample reads one of the 2 input partitions). */
   private val splitting = Seq(
     SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key -> "100",
     SQLConf.SHUFFLE_PARTITIONS.key -> "8")
