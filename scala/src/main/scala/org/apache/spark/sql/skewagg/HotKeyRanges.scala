@@ -96,7 +96,8 @@ object HotKeyRanges {
       sampleFraction: Double): HotKeyRanges = {
     val inputPartitions = input.getNumPartitions
     if (inputPartitions == 0) return HotKeyRanges(hashPartitions, Nil)
-    val sampled = math.min(inputPartitions, math.max(1, math.ceil(inputPartitions * sampleFraction).toInt))
+    val sampled =
+      math.min(inputPartitions, math.max(1, math.ceil(inputPartitions * sampleFraction).toInt))
     val chosen = (0 until sampled).map(i => (i.toLong * inputPartitions / sampled).toInt)
     val perPartition = math.max(1, math.ceil(sampleSize.toDouble / sampled).toInt)
     val reservoirs = input.mapPartitionsWithIndexInternal { (index, rows) =>

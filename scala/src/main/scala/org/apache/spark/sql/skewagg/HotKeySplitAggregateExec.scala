@@ -105,7 +105,8 @@ case class HotKeySplitAggregateExec(
       Array.tabulate(ranges.hashPartitions)(i => CoalescedPartitionSpec(i, i + 1)))
     val ordinaryRows = aggregateOrdinaryKeys(ordinaryPartitions)
     val result = if (ranges.hotKeys.isEmpty) ordinaryRows else {
-      sparkContext.union(ordinaryRows, aggregateHotKeys(new ShuffledRowRDD(dependency, readMetrics), ranges))
+      val allPartitions = new ShuffledRowRDD(dependency, readMetrics)
+      sparkContext.union(ordinaryRows, aggregateHotKeys(allPartitions, ranges))
     }
     SQLMetrics.postDriverMetricUpdates(sparkContext,
       sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY),
@@ -283,7 +284,8 @@ case class HotKeySplitAggregateExec(
             (expressions, schema) => MutableProjection.create(expressions, schema), new SQLMetric("sum"))
             .next()
           aggregateIndexOfOther.zipWithIndex.foreach { case (index, i) =>
-            values(grouping.size + index) = merged.get(grouping.size + i, finalOthers(i).resultAttribute.dataType)
+            values(grouping.size + index) =
+              merged.get(grouping.size + i, finalOthers(i).resultAttribute.dataType)
           }
         }
         keysProcessed += 1
