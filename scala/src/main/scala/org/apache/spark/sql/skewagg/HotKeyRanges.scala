@@ -19,7 +19,8 @@ import org.apache.spark.sql.types.DataType
  * goes to the first of them whose upper bound is >= v (the last one has none), in the ascending,
  * nulls-first order of the value's type, so values equal under that order (-0.0 and 0.0, NaNs)
  * always meet in one split, and the splits of a key, read in partition order, hold its values in
- * ascending order: a split's rank offset within its key is the count of the splits before it.
+ * ascending order: a split's rank offset within its key is the sum of the ranks the splits
+ * before it hold.
  *
  * `keys` and `bounds` are binary rows (the grouping keys, normalized as Spark normalizes them;
  * one value column): the routing is a pure function of a row, so a retried map task sends every
@@ -123,7 +124,8 @@ object HotKeyRanges {
     if (totalRows == 0.0) return HotKeyRanges(hashPartitions, Nil)
     val scale = inputPartitions.toDouble / sampled
 
-    val keyAttributes = keys.zipWithIndex.map { case (k, i) => AttributeReference(s"k$i", k.dataType)() }
+    val keyAttributes =
+      keys.zipWithIndex.map { case (k, i) => AttributeReference(s"k$i", k.dataType)() }
     val valueAttribute = AttributeReference("v", value.dataType)()
     val sampleAttributes = keyAttributes :+ valueAttribute
     val keyOf = UnsafeProjection.create(keyAttributes, sampleAttributes)
@@ -150,7 +152,7 @@ object HotKeyRanges {
       valueOrdering(value.dataType).asInstanceOf[Ordering[UnsafeRow]]
     val hot = new ArrayBuffer[HotKeyRange]()
     var nextPartition = hashPartitions
-    // Largest first: deterministic, and the hottest keys get the first split partitions.
+    // Largest first (the order only numbers the split partitions).
     val byEstimate = candidates.keySet().toArray(Array.empty[UnsafeRow])
       .map(k => (k, estimatedRows.get(k).doubleValue)).sortBy(-_._2)
     byEstimate.foreach { case (key, rows) =>
