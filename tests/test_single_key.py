@@ -45,3 +45,24 @@ def test_local_cluster_percentiles_match_spark(tmp_path: Path) -> None:
         assert actual == expected, name
     for name, plan in result["plans"].items():
         assert ("SingleKeyAggregate" in plan) == name.startswith("skewagg=True"), (name, plan)
+
+
+def test_local_cluster_split_hot_key_percentiles_match_spark(tmp_path: Path) -> None:
+    """The same app with hot keys split by value (key 0 holds 30% of 30000 rows): spread over
+    tasks on two executor JVMs, still Spark's rows."""
+    env = child_env(SPARK_HOME=str(_spark_home(tmp_path)))
+    result = report(spark_submit(
+        "single_key_percentile.py", *_submit_args("local-cluster[2,1,1024]"),
+        "--conf", "spark.executor.memory=1g",
+        "--conf", "spark.skewagg.singleKey.split.minKeyRows=1000", env=env,
+    ))
+    rows = result["rows"]
+    expected = rows["skewagg=False,adaptive=False"]
+    assert len(expected) == 97
+    for name, actual in rows.items():
+        assert actual == expected, name
+    for name, splits in result["splits"].items():
+        if name.startswith("skewagg=True"):
+            assert splits["hotKeys"] == 1 and splits["splits"] >= 2, (name, splits)
+        else:
+            assert splits == {}, (name, splits)

@@ -1,6 +1,7 @@
 """A PySpark app for spark-submit tests: exact percentiles of a skewed table, computed with
 skewagg off and on, adaptive execution off and on; prints one JSON line with the four results
-(rows as strings, so NaN compares equal to itself) and the plans."""
+(rows as strings, so NaN compares equal to itself), the plans, and the hot-key split metrics of
+the SingleKeyAggregate that split hot keys (HotKeySplitAggregateExec), when the plan has one."""
 
 import json
 
@@ -27,7 +28,27 @@ QUERY = (
     "percentile_disc(0.3) WITHIN GROUP (ORDER BY v DESC) AS d, count(*) AS n "
     "FROM t GROUP BY k"
 )
-report = {"rows": {}, "plans": {}}
+
+
+def split_metrics(plan) -> dict:
+    """{"hotKeys": n, "splits": n} of the plan's HotKeySplitAggregateExec, or {} without one."""
+    name = plan.getClass().getSimpleName()
+    if name == "AdaptiveSparkPlanExec":
+        return split_metrics(plan.executedPlan())
+    if name.endswith("QueryStageExec"):
+        return split_metrics(plan.plan())
+    if name == "HotKeySplitAggregateExec":
+        metrics = plan.metrics()
+        return {m: metrics.apply(m).value() for m in ("hotKeys", "splits")}
+    children = plan.children()
+    for i in range(children.size()):
+        found = split_metrics(children.apply(i))
+        if found:
+            return found
+    return {}
+
+
+report = {"rows": {}, "plans": {}, "splits": {}}
 for adaptive in (False, True):
     spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
     for on in (False, True):
@@ -36,5 +57,6 @@ for adaptive in (False, True):
         name = f"skewagg={on},adaptive={adaptive}"
         report["rows"][name] = sorted(repr(tuple(r)) for r in df.collect())
         report["plans"][name] = df._jdf.queryExecution().executedPlan().toString()
+        report["splits"][name] = split_metrics(df._jdf.queryExecution().executedPlan())
 print("REPORT " + json.dumps(report))
 spark.stop()

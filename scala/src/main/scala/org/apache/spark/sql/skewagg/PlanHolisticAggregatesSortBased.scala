@@ -27,6 +27,10 @@ import org.apache.spark.sql.types._
  * (binary, collated strings, arrays, structs, maps), and functions Spark does not evaluate
  * itself (e.g. Python UDAFs).
  *
+ * With `spark.skewagg.singleKey.split.enabled`, an aggregate whose holistic functions are all
+ * percentiles without FILTER, the others fixed-size (sum, count, avg, ...), is planned as
+ * [[HotKeySplitAggregateExec]] instead: the same, plus hot keys split by value across tasks.
+ *
  * An aggregate whose only holistic functions are `collect_list` / `collect_set` keeps Spark's
  * plan unless `spark.skewagg.singleKey.collect.enabled` (then unsorted: one shuffle of raw rows,
  * the lists built per key). Measured (docs/single-key.md, 10M rows, 2 cores): 0.31x vanilla's wall
@@ -125,12 +129,31 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
       }
       a.copy(aggregateFunction = function, mode = Complete)
     }
-    SingleKeyAggregateExec(
-      groupingAttributes,
-      complete,
-      complete.map(_.resultAttribute),
-      results,
-      sortValue,
-      projected)
+    if (splittable(complete, child, conf)) {
+      HotKeySplitAggregateExec(
+        groupingAttributes, complete, complete.map(_.resultAttribute), results, sortValue.get, projected)
+    } else {
+      SingleKeyAggregateExec(
+        groupingAttributes, complete, complete.map(_.resultAttribute), results, sortValue, projected)
+    }
   }
+
+  /**
+   * Whether hot keys may be split by value ([[HotKeySplitAggregateExec]]): every holistic
+   * function is a percentile without FILTER, and every other function has a fixed-size buffer
+   * that Spark merges in Final mode (no mode, collect_list, percentile_approx, typed Aggregators),
+   * and the input is deterministic: the split's jobs read the shuffled input twice (counts, then
+   * values at ranks), and a map task re-run in between must write the same rows.
+   */
+  private def splittable(
+      functions: Seq[AggregateExpression], child: LogicalPlan, conf: SQLConf): Boolean =
+    SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_SPLIT_ENABLED) && child.deterministic &&
+      functions.exists(_.aggregateFunction.isInstanceOf[SortedRunPercentile]) &&
+      functions.forall { a =>
+        a.aggregateFunction match {
+          case _: SortedRunPercentile => a.filter.isEmpty
+          case _: DeclarativeAggregate => true
+          case _ => false
+        }
+      }
 }

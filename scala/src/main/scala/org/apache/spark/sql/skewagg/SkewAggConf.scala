@@ -171,6 +171,61 @@ object SkewAggConf {
       .booleanConf
       .createWithDefault(false))
 
+  val SINGLE_KEY_SPLIT_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.singleKey.split.enabled")
+      .doc("Exact percentiles of hot keys split across tasks: aggregates whose holistic " +
+        "functions are all percentile / median / percentile_cont / percentile_disc (without " +
+        "FILTER) and whose other functions have fixed-size buffers (sum, count, avg, min, " +
+        "max, ...) sample their input first; a key estimated at least " +
+        "spark.skewagg.singleKey.split.minKeyRows rows and larger than an average shuffle " +
+        "partition is range-partitioned by value into several tasks, each of which knows its " +
+        "rank offset within the key (HotKeySplitAggregate). The sample costs one more pass " +
+        "over part of the aggregate's input (spark.skewagg.singleKey.split.sampleFraction). " +
+        "docs/single-key.md describes the design.")
+      .version("0.1.0")
+      .booleanConf
+      .createWithDefault(true))
+
+  val SINGLE_KEY_SPLIT_MIN_KEY_ROWS: ConfigEntry[Long] = listed(
+    buildConf("spark.skewagg.singleKey.split.minKeyRows")
+      .doc("HotKeySplitAggregate: a key is split only when the sample estimates at least this " +
+        "many input rows for it. It is split into about (its rows / the average rows of one of " +
+        "the spark.sql.shuffle.partitions partitions) tasks, at most " +
+        "spark.skewagg.singleKey.split.maxSplits.")
+      .version("0.1.0")
+      .longConf
+      .checkValue(_ > 0, "must be positive")
+      .createWithDefault(1000000L))
+
+  val SINGLE_KEY_SPLIT_MAX_SPLITS: ConfigEntry[Int] = listed(
+    buildConf("spark.skewagg.singleKey.split.maxSplits")
+      .doc("HotKeySplitAggregate: the largest number of tasks one hot key is split into.")
+      .version("0.1.0")
+      .intConf
+      .checkValue(_ >= 2, "must be at least 2")
+      .createWithDefault(256))
+
+  val SINGLE_KEY_SPLIT_SAMPLE_SIZE: ConfigEntry[Int] = listed(
+    buildConf("spark.skewagg.singleKey.split.sampleSize")
+      .doc("HotKeySplitAggregate: how many input rows (keys and values) the sample that finds " +
+        "hot keys and their value ranges keeps in total, spread evenly over the partitions it " +
+        "reads. A key's share of the sample estimates its share of the input.")
+      .version("0.1.0")
+      .intConf
+      .checkValue(_ > 0, "must be positive")
+      .createWithDefault(100000))
+
+  val SINGLE_KEY_SPLIT_SAMPLE_FRACTION: ConfigEntry[Double] = listed(
+    buildConf("spark.skewagg.singleKey.split.sampleFraction")
+      .doc("HotKeySplitAggregate: the fraction of the input's partitions the sample reads (at " +
+        "least one, evenly spaced): the sample computes them a second time, so this is its " +
+        "cost. A hot key concentrated in partitions the sample skips is not split (its result " +
+        "is exact either way). 1.0 reads every partition.")
+      .version("0.1.0")
+      .doubleConf
+      .checkValue(f => f > 0.0 && f <= 1.0, "must be in (0, 1]")
+      .createWithDefault(0.1))
+
   val SINGLE_KEY_BUFFER_IN_MEMORY_ROWS: ConfigEntry[Int] = listed(
     buildConf("spark.skewagg.singleKey.buffer.inMemoryRows")
       .doc("SingleKeyAggregate: a percentile function holds up to this many of a key's values " +

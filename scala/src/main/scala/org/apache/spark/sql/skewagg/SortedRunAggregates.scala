@@ -138,20 +138,29 @@ case class SortedRunPercentile(
     new SortedRun(child.dataType, toUnsafe, inMemoryRows, spillRows)
 
   override def update(buffer: SortedRun, input: InternalRow): SortedRun = {
-    val value = child.eval(input)
-    val frequency = frequencyExpression.eval(input)
-    // As Spark: nulls (value or frequency) are ignored, zero frequencies too, negatives fail.
-    if (value != null && frequency != null) {
-      val count = frequency.asInstanceOf[Number].longValue()
-      if (count > 0) buffer.add(value, count)
-      else if (count < 0) throw QueryExecutionErrors.negativeValueUnexpectedError(frequencyExpression, count)
-    }
+    val count = weight(input)
+    if (count > 0) buffer.add(child.eval(input), count)
     buffer
+  }
+
+  /**
+   * How many ranks `input` occupies: its frequency (1 without a frequency argument). As Spark:
+   * rows whose value or frequency is null count 0, zero frequencies too, negatives fail.
+   */
+  private[skewagg] def weight(input: InternalRow): Long = {
+    val frequency = frequencyExpression.eval(input)
+    if (frequency == null || child.eval(input) == null) return 0L
+    val count = frequency.asInstanceOf[Number].longValue()
+    if (count < 0) throw QueryExecutionErrors.negativeValueUnexpectedError(frequencyExpression, count)
+    count
   }
 
   override def eval(buffer: SortedRun): Any = {
     try {
-      if (buffer.total == 0L) null else output(percentiles(buffer))
+      if (buffer.total == 0L) null else {
+        val ranks = ranksNeeded(buffer.total)
+        resultFrom(buffer.total, ranks.zip(buffer.valuesAt(ranks)).toMap)
+      }
     } finally {
       val spilled = buffer.release()
       spillSize.foreach(_ += spilled)
@@ -161,24 +170,44 @@ case class SortedRunPercentile(
   /** The 0-based rank, in Spark's sort direction (descending when `reverse`), as ascending. */
   private def ascending(rank: Long, total: Long): Long = if (reverse) total - 1 - rank else rank
 
-  private def percentiles(run: SortedRun): Seq[Double] = {
-    val total = run.total
-    // The (lower, higher) ranks each percentage reads, in Spark's direction, as Spark computes them.
-    val positions = percentages.map { p =>
-      kind match {
-        case PercentileKind.Discrete =>
-          val higher = math.ceil(total * p).toLong
-          val rank = math.max(higher - 1, 0L)
-          (p, (total * p), rank, rank)
-        case _ =>
-          val position = (total - 1) * p
-          (p, position, position.floor.toLong, position.ceil.toLong)
-      }
+  /** For each percentage: (position, lower rank, higher rank) in Spark's direction, as Spark. */
+  private def positions(total: Long): Array[(Double, Long, Long)] = percentages.map { p =>
+    kind match {
+      case PercentileKind.Discrete =>
+        val rank = math.max(math.ceil(total * p).toLong - 1, 0L)
+        (total * p, rank, rank)
+      case _ =>
+        val position = (total - 1) * p
+        (position, position.floor.toLong, position.ceil.toLong)
     }
-    val ranks = positions.flatMap { case (_, _, l, h) => Seq(ascending(l, total), ascending(h, total)) }
+  }
+
+  /**
+   * The ascending 0-based ranks (sorted, distinct) whose values the result over `total` ranked
+   * values needs (none when `total` is 0).
+   */
+  private[skewagg] def ranksNeeded(total: Long): Array[Long] =
+    if (total == 0L) Array.empty
+    else positions(total).flatMap { case (_, l, h) => Seq(ascending(l, total), ascending(h, total)) }
       .distinct.sorted
-    val values = ranks.zip(run.valuesAt(ranks)).toMap
-    positions.toSeq.map { case (_, position, lower, higher) =>
+
+  /** The ascending rank pairs the result interpolates between (two different ranks). */
+  private[skewagg] def rankPairs(total: Long): Seq[(Long, Long)] =
+    if (total == 0L || kind != PercentileKind.Continuous) Nil
+    else positions(total).toSeq.collect {
+      case (_, l, h) if l != h =>
+        val (a, b) = (ascending(l, total), ascending(h, total))
+        (math.min(a, b), math.max(a, b))
+    }
+
+  /**
+   * The function's result over `total` ranked values, given the value at each of
+   * `ranksNeeded(total)` (ascending ranks): Spark's `getPercentile` arithmetic. Null when `total`
+   * is 0 (no non-null value).
+   */
+  private[skewagg] def resultFrom(total: Long, values: Map[Long, AnyRef]): Any = {
+    if (total == 0L) return null
+    val results = positions(total).toSeq.map { case (position, lower, higher) =>
       val lowerKey = values(ascending(lower, total))
       if (kind == PercentileKind.Discrete || higher == lower) {
         toDoubleValue(lowerKey)
@@ -191,6 +220,7 @@ case class SortedRunPercentile(
         }
       }
     }
+    output(results)
   }
 
   /** Spark's `PercentileBase.generateOutput`. */

@@ -78,7 +78,9 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
   private def sql(select: String, groupBy: String = "k"): SparkSession => DataFrame =
     s => s.sql(s"SELECT $groupBy, $select FROM t GROUP BY $groupBy")
 
-  private def singleKey(plan: SparkPlan): Seq[SingleKeyAggregateExec] = nodes[SingleKeyAggregateExec](plan)
+  /** The one-key-at-a-time operators: SingleKeyAggregate, with or without hot keys split. */
+  private def singleKey(plan: SparkPlan): Seq[SparkPlan] =
+    nodes[SingleKeyAggregateExec](plan) ++ nodes[HotKeySplitAggregateExec](plan)
 
   private def onInput(input: SparkSession => DataFrame, query: SparkSession => DataFrame)
       : SparkSession => DataFrame = s => {
@@ -110,7 +112,7 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
         sql("array_sort(collect_list(v)), array_sort(collect_set(i)), count(*)")),
       SkewAggConf.SINGLE_KEY_COLLECT_ENABLED.key -> "true")
     for (adaptive <- Seq(false, true)) {
-      val plan = singleKey(d.plan(on = true, adaptive))
+      val plan = nodes[SingleKeyAggregateExec](d.plan(on = true, adaptive))
       assert(plan.size == 1 && plan.head.sortValue.isEmpty, plan)
     }
   }
