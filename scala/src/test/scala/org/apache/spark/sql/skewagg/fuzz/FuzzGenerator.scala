@@ -129,7 +129,11 @@ object FuzzGenerator {
     "spark.skewagg.skew.minSplitSize" -> pick(r, Seq("64", "256")),
     "spark.skewagg.skew.factor" -> pick(r, Seq("1.0", "2.0", "5.0")),
     "spark.skewagg.localAggregate.capacity" -> pick(r, Seq("16", "64", "16384")),
-    "spark.skewagg.localAggregate.minReduction" -> pick(r, Seq("1.0", "2.0", "8.0")))
+    "spark.skewagg.localAggregate.minReduction" -> pick(r, Seq("1.0", "2.0", "8.0")),
+    // Hot keys of a few rows are split by value (percentiles), with few or many splits.
+    "spark.skewagg.singleKey.split.minKeyRows" -> pick(r, Seq("2", "16", "1000000")),
+    "spark.skewagg.singleKey.split.maxSplits" -> pick(r, Seq("2", "7", "256")),
+    "spark.skewagg.singleKey.split.sampleFraction" -> pick(r, Seq("0.1", "1.0")))
 
   /** `t1(k1, k2, vi, vl, vd, vf, vs)` as a VALUES view read in `partitions` partitions. */
   private def factTable(r: Random, keyType: String, keys: Int, distribution: String, rows: Int,
