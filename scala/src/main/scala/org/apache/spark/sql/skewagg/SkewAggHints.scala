@@ -78,6 +78,12 @@ case class ResolveSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] 
   override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
     case h: UnresolvedHint if isSkewAggHint(h.name) =>
       val force = h.name.equalsIgnoreCase(SkewAggHints.Force)
+      if (!force && h.parameters.nonEmpty) {
+        throw new SkewAggAnalysisException(
+          s"${SkewAggHints.Forbid} hint takes no parameters, got " +
+            s"${h.parameters.map(p => p.toString).mkString(", ")}. It keeps skewagg away from the " +
+            s"whole aggregate: write /*+ ${SkewAggHints.Forbid} */.")
+      }
       val columns = h.parameters.map {
         case a: UnresolvedAttribute => a.name
         case n: NamedExpression => n.name
@@ -100,17 +106,30 @@ case class ResolveSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] 
 
 }
 
-/** Analysis check: columns named by a skewagg hint exist among the aggregate's input columns. */
+/**
+ * Analysis check: each column named by a skewagg hint is exactly one of the aggregate's input
+ * columns (qualified names such as `f.k` tell apart columns of the same name from two sides of a
+ * join).
+ */
 case class CheckSkewAggHints(session: SparkSession) extends (LogicalPlan => Unit) {
   override def apply(plan: LogicalPlan): Unit = plan.foreach {
     case a: Aggregate =>
       SkewAggHints.of(a).foreach { hint =>
         val resolver = session.sessionState.conf.resolver
-        val available = a.child.output.map(_.name)
-        hint.columns.find(c => !available.exists(resolver(_, c))).foreach { missing =>
-          throw new SkewAggAnalysisException(
-            s"${hint.name} hint names column `$missing`, which is not a column of the " +
-              s"aggregate's input. Available columns: ${available.mkString(", ")}.")
+        def available = a.child.output.map(c => (c.qualifier :+ c.name).mkString(".")).mkString(", ")
+        hint.columns.foreach { column =>
+          val nameParts = UnresolvedAttribute.parseAttributeName(column)
+          val resolved = try a.child.resolve(nameParts, resolver) catch {
+            case _: AnalysisException => throw new SkewAggAnalysisException(
+              s"${hint.name} hint names column `$column`, which is ambiguous: more than one of " +
+                s"the aggregate's input columns has that name. Qualify it (table.column). " +
+                s"Available columns: $available.")
+          }
+          if (resolved.isEmpty) {
+            throw new SkewAggAnalysisException(
+              s"${hint.name} hint names column `$column`, which is not a column of the " +
+                s"aggregate's input. Available columns: $available.")
+          }
         }
       }
     case _ =>
