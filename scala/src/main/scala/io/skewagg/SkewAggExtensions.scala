@@ -14,8 +14,9 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     // Session start: refuse a jar built for another Spark line, with a message saying which to use.
     BuildInfo.requireCompatibleSpark(SPARK_VERSION)
-    // Config registry: make every spark.skewagg.* key known to SQLConf, so bad values fail at set.
-    SkewAggConf.entries
+    // Config registry: make every spark.skewagg.* key known to SQLConf, so bad values fail at set,
+    // and fail the session start on an invalid value in the job's config, naming it.
+    SessionStart.checkSkewAggValues()
     // Listed twice in spark.sql.extensions: the rules are registered once.
     if (!RegisterOnce.firstTime(extensions)) return
 

@@ -2,6 +2,7 @@ package org.apache.spark.sql.skewagg
 
 import scala.util.control.NonFatal
 
+import org.apache.spark.SparkConf
 import org.apache.spark.internal.config.{ConfigBuilder, ConfigEntry, TypedConfigBuilder}
 import org.apache.spark.network.util.ByteUnit
 import org.apache.spark.sql.internal.SQLConf
@@ -71,6 +72,13 @@ object SkewAggConf {
       }, base.stringConverter)
     }
   }
+
+  /**
+   * Fails with [[invalidValueMessage]] on the first invalid skewagg value in `conf` (a job's
+   * Spark config), so a session whose config has one fails when it starts, saying which.
+   */
+  def checkValues(conf: SparkConf): Unit =
+    entries.foreach(e => conf.getOption(e.key).foreach(e.valueConverter))
 
   /** What `entry` accepts. */
   def validValues(entry: ConfigEntry[_]): ValidValues = valid(entry.key)
