@@ -27,7 +27,7 @@ object SkewAggConf {
   }
 
   private def listed[T](entry: ConfigEntry[T]): ConfigEntry[T] = {
-    require(valid.contains(entry.key), s"${entry.key} has no valid values: build it with checked")
+    require(valid.contains(entry.key), s"${entry.key} has no valid values: build it with trueOrFalse, intAtLeast, doubleAtLeast or bytesAtLeast")
     registered :+= entry
     entry
   }
