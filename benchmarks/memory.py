@@ -2,6 +2,9 @@
 skewagg's SingleKeyAggregate, each in its own process with a small JVM heap.
 
     .venv/bin/python benchmarks/memory.py --hot-values 50000000 --driver-memory 1g
+    .venv/bin/python benchmarks/memory.py --rows 100000000 --driver-memory 1g
+
+`--rows N` is the total: N - `--other-rows` rows on the hot key.
 
 Data (generated, not read from files): `--hot-values` rows on key 0, each with a distinct value,
 plus `--other-rows` rows spread over 1000 other keys. Query:
@@ -96,6 +99,8 @@ def run_variant(args: argparse.Namespace, variant: str) -> dict:
 def main(argv: List[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hot-values", type=int, default=50_000_000)
+    parser.add_argument("--rows", type=int, default=None,
+                        help="total rows: sets --hot-values to ROWS - --other-rows")
     parser.add_argument("--other-rows", type=int, default=1_000_000)
     parser.add_argument("--driver-memory", default="1g")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per variant")
@@ -103,6 +108,10 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--variant", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.rows is not None:
+        if args.rows <= args.other_rows:
+            parser.error(f"--rows must be more than --other-rows ({args.other_rows})")
+        args.hot_values = args.rows - args.other_rows
     if args.child:
         return child(args)
     results = []
@@ -113,6 +122,7 @@ def main(argv: List[str] | None = None) -> int:
     report = {
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": "local[2], 2 cores", "driver_memory": args.driver_memory,
+        "rows": args.hot_values + args.other_rows,
         "hot_values": args.hot_values, "other_rows": args.other_rows,
         "query": "groupBy(k).agg(percentile(v, array(0.1, 0.5, 0.9)))", "results": results,
     }

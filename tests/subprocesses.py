@@ -38,6 +38,8 @@ def report(proc: subprocess.CompletedProcess) -> Dict[str, Any]:
     )
 
 
-def spark_submit(app: str, *spark_args: str, env: Optional[Dict[str, str]] = None
+def spark_submit(app: str, *spark_args: str, env: Optional[Dict[str, str]] = None,
+                 app_args: Optional[List[str]] = None, timeout: int = 300
                  ) -> subprocess.CompletedProcess:
-    return run([str(BIN / "spark-submit"), *spark_args, str(APPS / app)], env=env)
+    return run([str(BIN / "spark-submit"), *spark_args, str(APPS / app), *(app_args or [])],
+               env=env, timeout=timeout)

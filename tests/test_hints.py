@@ -70,3 +70,48 @@ def test_hint_naming_a_missing_column_is_an_analysis_error(spark: SparkSession) 
 def test_hint_without_an_aggregate_is_an_analysis_error(spark: SparkSession) -> None:
     with pytest.raises(AnalysisException, match="must be placed on an aggregate"):
         fact(spark).hint("skew_agg").collect()
+
+
+@pytest.mark.usefixtures("no_broadcast")
+def test_hint_columns_may_be_qualified_and_may_name_both_join_sides(spark: SparkSession) -> None:
+    fact(spark).createOrReplaceTempView("hint_fact")
+    dim(spark).createOrReplaceTempView("hint_dim")
+    query = ("SELECT /*+ SKEW_AGG({}) */ f.k, sum(f.v) AS s FROM hint_fact f "
+             "JOIN hint_dim d ON f.k = d.k GROUP BY f.k")
+    # `k` is a column of both sides (accepted: the hint's columns say which are skewed);
+    # `f.k` one of them; `x.k` is none.
+    for column in ("k", "f.k"):
+        plans = differential(spark, lambda s: s.sql(query.format(column)))
+        assert PARTIAL_BELOW_JOIN.search(plans[(True, True)]), plans[(True, True)]
+    with pytest.raises(AnalysisException, match="SKEW_AGG hint names column `x.k`, which is not"):
+        spark.sql(query.format("x.k")).collect()
+
+
+def test_no_skew_agg_with_parameters_is_an_analysis_error(spark: SparkSession) -> None:
+    fact(spark).createOrReplaceTempView("hint_fact")
+    with pytest.raises(AnalysisException, match="NO_SKEW_AGG hint takes no parameters"):
+        spark.sql("SELECT /*+ NO_SKEW_AGG(k) */ k, sum(v) FROM hint_fact GROUP BY k").collect()
+
+
+def test_hint_parameter_that_is_no_column_name_is_an_analysis_error(spark: SparkSession) -> None:
+    with pytest.raises(AnalysisException, match="SKEW_AGG hint parameters must be column names"):
+        fact(spark).groupBy("k").agg(F.sum("v")).hint("skew_agg", F.col("k") + 1).collect()
+
+
+def test_misspelt_hint_is_ignored_as_spark_ignores_unknown_hints(spark: SparkSession) -> None:
+    fact(spark).createOrReplaceTempView("hint_fact")
+    # Spark logs "Unrecognized hint: SKEW_AGGG()" and drops it; the query runs unchanged.
+    differential(spark, lambda s: s.sql(
+        "SELECT /*+ SKEW_AGGG */ k, sum(v) AS s FROM hint_fact GROUP BY k"))
+
+
+def test_hint_on_an_aggregate_without_grouping_keys(spark: SparkSession) -> None:
+    # DataFrame: the hint sits on an aggregate without keys, which no rule rewrites (a no-op).
+    plans = differential(spark, lambda s: fact(s).agg(F.sum("v").alias("s"), F.count("*"))
+                         .hint("skew_agg"))
+    for adaptive in (False, True):
+        assert "SkewAgg" not in plans[(True, adaptive)], plans[(True, adaptive)]
+    # SQL: hints resolve before SELECT sum(...) becomes an aggregate, so there is none below it.
+    fact(spark).createOrReplaceTempView("hint_fact")
+    with pytest.raises(AnalysisException, match="an aggregate without GROUP BY has one group"):
+        spark.sql("SELECT /*+ SKEW_AGG */ sum(v) AS s FROM hint_fact").collect()

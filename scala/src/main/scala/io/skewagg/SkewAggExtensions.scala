@@ -14,8 +14,11 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     // Session start: refuse a jar built for another Spark line, with a message saying which to use.
     BuildInfo.requireCompatibleSpark(SPARK_VERSION)
-    // Config registry: make every spark.skewagg.* key known to SQLConf, so bad values fail at set.
-    SkewAggConf.entries
+    // Config registry: make every spark.skewagg.* key known to SQLConf, so bad values fail at set,
+    // and fail the session start on an invalid value in the job's config, naming it.
+    SessionStart.checkSkewAggValues()
+    // Listed twice in spark.sql.extensions: the rules are registered once.
+    if (!RegisterOnce.firstTime(extensions)) return
 
     // Function registry: skewagg_version(), how a session shows that skewagg is loaded.
     extensions.injectFunction(SkewAggVersionFunction.description)
@@ -25,6 +28,8 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectPostHocResolutionRule(RestoreSkewAggHints)
     // Analysis check: columns named by a skewagg hint exist.
     extensions.injectCheckRule(CheckSkewAggHints)
+    // Analysis check: warn about spark.skewagg.* keys that are no skewagg setting (typos).
+    extensions.injectCheckRule(WarnUnknownSkewAggSettings(_))
     // Optimization (pre-CBO): partial aggregate before a join, for SKEW_AGG-hinted aggregates.
     extensions.injectPreCBORule(LocalAggregateBeforeJoin)
     // Physical planning: the partial and final aggregates that local aggregation creates.

@@ -1,13 +1,19 @@
 package org.apache.spark.sql.skewagg
 
-import org.apache.spark.internal.config.ConfigEntry
+import scala.util.control.NonFatal
+
+import org.apache.spark.SparkConf
+import org.apache.spark.internal.config.{ConfigBuilder, ConfigEntry, TypedConfigBuilder}
+import org.apache.spark.network.util.ByteUnit
 import org.apache.spark.sql.internal.SQLConf
 
 /**
  * Every skewagg setting. Keys are `spark.skewagg.<area>.<name>`; booleans end in `.enabled`.
  * Each entry has a doc, a default and the version it appeared in. The entries are registered
- * with Spark's SQLConf, so `spark.conf.set` rejects an invalid value when it is set, naming the
- * key. `docs/configs.md` is generated from [[SkewAggConf.entries]] (`make docs`).
+ * with Spark's SQLConf, so an invalid value is rejected when it is set (`spark.conf.set`, SQL
+ * `SET`, the session builder's or spark-submit's config) with one message naming the key, the
+ * value and the valid values ([[SkewAggConf.validValues]]). `docs/configs.md` is generated from
+ * [[SkewAggConf.entries]] (`make docs`).
  *
  * All entries are runtime settings: rules read them when they run, so one session can compare a
  * query with skewagg off and on.
@@ -21,15 +27,76 @@ object SkewAggConf {
   }
 
   private def listed[T](entry: ConfigEntry[T]): ConfigEntry[T] = {
+    require(valid.contains(entry.key), s"${entry.key} has no valid values: build it with trueOrFalse, intAtLeast, longAtLeast, doubleAtLeast, fraction or bytesAtLeast")
     registered :+= entry
     entry
   }
+
+  /** What an entry accepts, in words, and values it rejects (listed by the tests and docs). */
+  case class ValidValues(description: String, invalidExamples: Seq[String])
+
+  private var valid = Map.empty[String, ValidValues]
+
+  /** The message of every rejected value: the key, the value and what is valid. */
+  def invalidValueMessage(key: String, value: String): String =
+    s"Invalid value '$value' for $key: must be ${valid(key).description}."
+
+  private implicit class Checked(builder: ConfigBuilder) {
+    def trueOrFalse: TypedConfigBuilder[Boolean] =
+      checked(builder.booleanConf, ValidValues("true or false", Seq("maybe", "1", "")))
+
+    def intAtLeast(min: Int): TypedConfigBuilder[Int] =
+      checked(builder.intConf, ValidValues(s"an integer of at least $min",
+        Seq("abc", "1.5", (min.toLong - 1).toString, "99999999999")), (_: Int) >= min)
+
+    def longAtLeast(min: Long): TypedConfigBuilder[Long] =
+      checked(builder.longConf, ValidValues(s"an integer of at least $min",
+        Seq("abc", "1.5", (min - 1).toString)), (_: Long) >= min)
+
+    /** A fraction in (0, 1]. */
+    def fraction: TypedConfigBuilder[Double] =
+      checked(builder.doubleConf, ValidValues("a number greater than 0 and at most 1",
+        Seq("abc", "0", "1.5", "NaN")), (v: Double) => v > 0.0 && v <= 1.0)
+
+    def doubleAtLeast(min: Double): TypedConfigBuilder[Double] =
+      checked(builder.doubleConf, ValidValues(s"a finite number of at least $min",
+        Seq("abc", (min - 0.5).toString, "NaN", "Infinity")),
+        (v: Double) => v >= min && !v.isInfinite)
+
+    def bytesAtLeast(min: Long): TypedConfigBuilder[Long] =
+      checked(builder.bytesConf(ByteUnit.BYTE),
+        ValidValues(s"a size of at least ${min}b, in bytes or with a unit such as 512k, 16m, 1g",
+          Seq("abc", "12 parsecs", (min - 1).toString)), (_: Long) >= min)
+
+    /** `base` whose converter also rejects what `ok` refuses, with [[invalidValueMessage]]. */
+    private def checked[T](base: TypedConfigBuilder[T], values: ValidValues,
+        ok: T => Boolean = (_: T) => true): TypedConfigBuilder[T] = {
+      val key = builder.key
+      valid += key -> values
+      def reject(value: String) = throw new IllegalArgumentException(invalidValueMessage(key, value))
+      new TypedConfigBuilder[T](builder, { value =>
+        val parsed = try base.converter(value) catch { case NonFatal(_) => reject(value) }
+        if (!ok(parsed)) reject(value)
+        parsed
+      }, base.stringConverter)
+    }
+  }
+
+  /**
+   * Fails with [[invalidValueMessage]] on the first invalid skewagg value in `conf` (a job's
+   * Spark config), so a session whose config has one fails when it starts, saying which.
+   */
+  def checkValues(conf: SparkConf): Unit =
+    entries.foreach(e => conf.getOption(e.key).foreach(e.valueConverter))
+
+  /** What `entry` accepts. */
+  def validValues(entry: ConfigEntry[_]): ValidValues = valid(entry.key)
 
   val ENABLED: ConfigEntry[Boolean] = listed(buildConf("spark.skewagg.enabled")
     .doc("Master switch. When false, every skewagg rule leaves the plan exactly as vanilla " +
       "Spark would plan it. Can be changed at any time in a running session.")
     .version("0.1.0")
-    .booleanConf
+    .trueOrFalse
     .createWithDefault(true))
 
   val REPARTITION_ENABLED: ConfigEntry[Boolean] = listed(
@@ -40,7 +107,7 @@ object SkewAggConf {
         "partials with the user's own partitioning; with the SKEW_AGG hint, aggregate " +
         "partially before the user's shuffle. The user's output partitioning is kept.")
       .version("0.1.0")
-      .booleanConf
+      .trueOrFalse
       .createWithDefault(true))
 
   val REPARTITION_LOCAL_AGGREGATE_ENABLED: ConfigEntry[Boolean] = listed(
@@ -50,7 +117,7 @@ object SkewAggConf {
         "keys that repeat, such as a hot key, and passes other rows through. Holistic " +
         "aggregates are left to the run-time split. Needs spark.skewagg.repartition.enabled.")
       .version("0.1.0")
-      .booleanConf
+      .trueOrFalse
       .createWithDefault(true))
 
   val SKEW_FACTOR: ConfigEntry[Double] = listed(
@@ -58,8 +125,7 @@ object SkewAggConf {
       .doc("A shuffle partition is skewed when it is larger than this many times the median " +
         "partition of its shuffle, and larger than spark.skewagg.skew.minPartitionSize.")
       .version("0.1.0")
-      .doubleConf
-      .checkValue(_ >= 1.0, "must be at least 1.0")
+      .doubleAtLeast(1.0)
       .createWithDefault(5.0))
 
   val SKEW_MIN_PARTITION_SIZE: ConfigEntry[Long] = listed(
@@ -68,8 +134,7 @@ object SkewAggConf {
         "treated as skewed, whatever its ratio to the median. Spark's own skew join uses 256MB; " +
         "skewagg's rewrites add only a cheap exchange of partial results, so a lower floor pays.")
       .version("0.1.0")
-      .bytesConf(org.apache.spark.network.util.ByteUnit.BYTE)
-      .checkValue(_ >= 0, "must not be negative")
+      .bytesAtLeast(0)
       .createWithDefaultString("16MB"))
 
   val SKEW_MIN_SPLIT_SIZE: ConfigEntry[Long] = listed(
@@ -80,8 +145,7 @@ object SkewAggConf {
         "spark.sql.adaptive.advisoryPartitionSizeInBytes (64MB) here, which leaves a hot " +
         "partition below that size unsplit.")
       .version("0.1.0")
-      .bytesConf(org.apache.spark.network.util.ByteUnit.BYTE)
-      .checkValue(_ > 0, "must be positive")
+      .bytesAtLeast(1)
       .createWithDefaultString("1MB"))
 
   val JOIN_SKEW_SPLIT_ENABLED: ConfigEntry[Boolean] = listed(
@@ -93,7 +157,7 @@ object SkewAggConf {
         "spark.sql.adaptive.customCostEvaluatorClass=io.skewagg.SkewAggCostEvaluator (set by " +
         "skewagg.configure() unless another evaluator is set).")
       .version("0.1.0")
-      .booleanConf
+      .trueOrFalse
       .createWithDefault(true))
 
   val JOIN_LOCAL_AGGREGATE_ENABLED: ConfigEntry[Boolean] = listed(
@@ -106,7 +170,7 @@ object SkewAggConf {
         "reduces rows, so a hot key collapses and uniform keys pass through. DISTINCT-only " +
         "aggregates deduplicate that side's rows instead.")
       .version("0.1.0")
-      .booleanConf
+      .trueOrFalse
       .createWithDefault(true))
 
   val LOCAL_AGGREGATE_CAPACITY: ConfigEntry[Int] = listed(
@@ -115,8 +179,7 @@ object SkewAggConf {
         "holds per task. When its map is full it emits its partial rows instead of spilling, " +
         "so its memory is bounded by this many keys' buffers.")
       .version("0.1.0")
-      .intConf
-      .checkValue(_ >= 16, "must be at least 16")
+      .intAtLeast(16)
       .createWithDefault(16384))
 
   val LOCAL_AGGREGATE_MIN_REDUCTION: ConfigEntry[Double] = listed(
@@ -126,8 +189,7 @@ object SkewAggConf {
         "below it, it keeps only the batch's heavy keys (8 times the batch's mean rows per " +
         "key) and passes other rows through, learning again after 16 x capacity rows.")
       .version("0.1.0")
-      .doubleConf
-      .checkValue(_ >= 1.0, "must be at least 1.0")
+      .doubleAtLeast(1.0)
       .createWithDefault(2.0))
 
   val BUCKETED_ENABLED: ConfigEntry[Boolean] = listed(
@@ -137,7 +199,7 @@ object SkewAggConf {
         "bucket's files are split across tasks, and exchange the partial aggregates instead. " +
         "Decided at planning from file sizes, with and without adaptive execution.")
       .version("0.1.0")
-      .booleanConf
+      .trueOrFalse
       .createWithDefault(true))
 
   val EXCHANGE_COALESCE_ENABLED: ConfigEntry[Boolean] = listed(
@@ -148,7 +210,7 @@ object SkewAggConf {
         "exist only in skewagg's plans, and hundreds of tiny reduce tasks cost more than the " +
         "merge they run. Exchanges that keep a user's repartition are left as they are.")
       .version("0.1.0")
-      .booleanConf
+      .trueOrFalse
       .createWithDefault(true))
 
   val SINGLE_KEY_ENABLED: ConfigEntry[Boolean] = listed(
@@ -159,7 +221,7 @@ object SkewAggConf {
         "sorter, and each function reads its key's values in order instead of building a " +
         "value->count map per key. Other functions in the same aggregate run alongside.")
       .version("0.1.0")
-      .booleanConf
+      .trueOrFalse
       .createWithDefault(true))
 
   val SINGLE_KEY_COLLECT_ENABLED: ConfigEntry[Boolean] = listed(
@@ -168,7 +230,7 @@ object SkewAggConf {
         "one key at a time (shuffling raw rows once instead of per-key partial lists). Off by " +
         "default: docs/single-key.md has the measurements.")
       .version("0.1.0")
-      .booleanConf
+      .trueOrFalse
       .createWithDefault(false))
 
   val SINGLE_KEY_SPLIT_ENABLED: ConfigEntry[Boolean] = listed(
@@ -183,7 +245,7 @@ object SkewAggConf {
         "over part of the aggregate's input (spark.skewagg.singleKey.split.sampleFraction). " +
         "docs/single-key.md describes the design.")
       .version("0.1.0")
-      .booleanConf
+      .trueOrFalse
       .createWithDefault(true))
 
   val SINGLE_KEY_SPLIT_MIN_KEY_ROWS: ConfigEntry[Long] = listed(
@@ -193,16 +255,14 @@ object SkewAggConf {
         "the spark.sql.shuffle.partitions partitions) tasks, at most " +
         "spark.skewagg.singleKey.split.maxSplits.")
       .version("0.1.0")
-      .longConf
-      .checkValue(_ > 0, "must be positive")
+      .longAtLeast(1)
       .createWithDefault(1000000L))
 
   val SINGLE_KEY_SPLIT_MAX_SPLITS: ConfigEntry[Int] = listed(
     buildConf("spark.skewagg.singleKey.split.maxSplits")
       .doc("HotKeySplitAggregate: the largest number of tasks one hot key is split into.")
       .version("0.1.0")
-      .intConf
-      .checkValue(_ >= 2, "must be at least 2")
+      .intAtLeast(2)
       .createWithDefault(256))
 
   val SINGLE_KEY_SPLIT_SAMPLE_SIZE: ConfigEntry[Int] = listed(
@@ -211,8 +271,7 @@ object SkewAggConf {
         "hot keys and their value ranges keeps in total, spread evenly over the partitions it " +
         "reads. A key's share of the sample estimates its share of the input.")
       .version("0.1.0")
-      .intConf
-      .checkValue(_ > 0, "must be positive")
+      .intAtLeast(1)
       .createWithDefault(100000))
 
   val SINGLE_KEY_SPLIT_SAMPLE_FRACTION: ConfigEntry[Double] = listed(
@@ -222,8 +281,7 @@ object SkewAggConf {
         "cost. A hot key concentrated in partitions the sample skips is not split (its result " +
         "is exact either way). 1.0 reads every partition.")
       .version("0.1.0")
-      .doubleConf
-      .checkValue(f => f > 0.0 && f <= 1.0, "must be in (0, 1]")
+      .fraction
       .createWithDefault(0.1))
 
   val SINGLE_KEY_BUFFER_IN_MEMORY_ROWS: ConfigEntry[Int] = listed(
@@ -232,8 +290,7 @@ object SkewAggConf {
         "as separate rows in memory; beyond it they go to a spillable buffer of binary rows " +
         "(Spark's ExternalAppendOnlyUnsafeRowArray) in execution memory.")
       .version("0.1.0")
-      .intConf
-      .checkValue(_ >= 0, "must not be negative")
+      .intAtLeast(0)
       .createWithDefault(4096))
 
   val SINGLE_KEY_BUFFER_SPILL_ROWS: ConfigEntry[Int] = listed(
@@ -242,8 +299,7 @@ object SkewAggConf {
         "disk after this many rows even when execution memory is left (it also spills when " +
         "execution memory runs out).")
       .version("0.1.0")
-      .intConf
-      .checkValue(_ > 0, "must be positive")
+      .intAtLeast(1)
       .createWithDefault(Int.MaxValue))
 
   /** Every entry, in declaration order. */

@@ -1,7 +1,7 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.{AnalysisException, SparkSession}
-import org.apache.spark.sql.catalyst.expressions.{Literal, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{Expression, Literal, NamedExpression}
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.rules.Rule
@@ -78,6 +78,12 @@ case class ResolveSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] 
   override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
     case h: UnresolvedHint if isSkewAggHint(h.name) =>
       val force = h.name.equalsIgnoreCase(SkewAggHints.Force)
+      if (!force && h.parameters.nonEmpty) {
+        throw new SkewAggAnalysisException(
+          s"${SkewAggHints.Forbid} hint takes no parameters, got " +
+            s"${h.parameters.map(parameterText).mkString(", ")}. It keeps skewagg away from the " +
+            s"whole aggregate: write /*+ ${SkewAggHints.Forbid} */.")
+      }
       val columns = h.parameters.map {
         case a: UnresolvedAttribute => a.name
         case n: NamedExpression => n.name
@@ -88,11 +94,18 @@ case class ResolveSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] 
       }
       val hint = SkewAggHint(force, columns)
       val hinted = SkewAggHints.attach(h.child, hint).getOrElse(throw new SkewAggAnalysisException(
-        s"${h.name.toUpperCase} hint must be placed on an aggregate (GROUP BY, or the DataFrame " +
-          s"returned by groupBy(...).agg(...)), but there is no aggregate below it in: " +
-          h.child.simpleString(200)))
+        s"${h.name.toUpperCase} hint must be placed on an aggregate with grouping keys (GROUP " +
+          "BY, or the DataFrame returned by groupBy(...).agg(...)), but there is no aggregate " +
+          s"below it in: ${h.child.simpleString(200)}. (In SQL, an aggregate without GROUP BY " +
+          "has one group and nothing to spread: leave the hint out.)"))
       hinted.setTagValue(SkewAggHints.Tag, hint)
       hinted
+  }
+
+  private def parameterText(parameter: Any): String = parameter match {
+    case a: UnresolvedAttribute => a.name
+    case e: Expression => e.sql
+    case other => String.valueOf(other)
   }
 
   private def isSkewAggHint(name: String): Boolean =
@@ -100,17 +113,28 @@ case class ResolveSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] 
 
 }
 
-/** Analysis check: columns named by a skewagg hint exist among the aggregate's input columns. */
+/**
+ * Analysis check: each column named by a skewagg hint is a column of the aggregate's input.
+ * Qualified names (`f.k`) are resolved as in SQL. A name that matches several input columns (`k`
+ * of both sides of a join) is accepted: the columns only say which columns are skewed, and every
+ * match is one.
+ */
 case class CheckSkewAggHints(session: SparkSession) extends (LogicalPlan => Unit) {
   override def apply(plan: LogicalPlan): Unit = plan.foreach {
     case a: Aggregate =>
       SkewAggHints.of(a).foreach { hint =>
         val resolver = session.sessionState.conf.resolver
-        val available = a.child.output.map(_.name)
-        hint.columns.find(c => !available.exists(resolver(_, c))).foreach { missing =>
-          throw new SkewAggAnalysisException(
-            s"${hint.name} hint names column `$missing`, which is not a column of the " +
-              s"aggregate's input. Available columns: ${available.mkString(", ")}.")
+        hint.columns.foreach { column =>
+          val nameParts = UnresolvedAttribute.parseAttributeName(column)
+          val exists = try a.child.resolve(nameParts, resolver).isDefined catch {
+            case _: AnalysisException => true // ambiguous: more than one column has that name
+          }
+          if (!exists) {
+            val available = a.child.output.map(c => (c.qualifier :+ c.name).mkString("."))
+            throw new SkewAggAnalysisException(
+              s"${hint.name} hint names column `$column`, which is not a column of the " +
+                s"aggregate's input. Available columns: ${available.mkString(", ")}.")
+          }
         }
       }
     case _ =>

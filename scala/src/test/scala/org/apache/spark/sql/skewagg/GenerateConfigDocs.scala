@@ -13,7 +13,8 @@ object GenerateConfigDocs {
   def render(): String = {
     val rows = SkewAggConf.entries.map { e =>
       val doc = e.doc.replace("|", "\\|").replace("\n", " ")
-      s"| `${e.key}` | `${e.defaultValueString}` | $doc | ${e.version} |"
+      val valid = SkewAggConf.validValues(e).description
+      s"| `${e.key}` | `${e.defaultValueString}` | $valid | $doc | ${e.version} |"
     }
     (Seq(
       "# skewagg configuration",
@@ -22,10 +23,12 @@ object GenerateConfigDocs {
       "",
       "Every key is a runtime SQL setting: set it in the Spark config, with `spark.conf.set`, or",
       "with `SET key=value` in SQL; rules read it each time they plan a query. An invalid value",
-      "is rejected when it is set, with a message naming the key.",
+      "is rejected when it is set, with a message naming the key, the value and the valid values;",
+      "a `spark.skewagg.*` key that is not listed here logs a warning naming the closest setting",
+      "([bad-input.md](bad-input.md)).",
       "",
-      "| Key | Default | Meaning | Since |",
-      "|---|---|---|---|") ++ rows).mkString("", "\n", "\n")
+      "| Key | Default | Valid values | Meaning | Since |",
+      "|---|---|---|---|---|") ++ rows).mkString("", "\n", "\n")
   }
 
   def projectRoot: Path = Paths.get(sys.env.getOrElse("SKEWAGG_PROJECT_ROOT", "."))

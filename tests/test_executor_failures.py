@@ -1,0 +1,60 @@
+"""Executor failures on a local-cluster of two executor JVMs: a rewritten query whose executor is
+killed in its local (map) stage, or in its final stage (which also loses that executor's map
+output: the external shuffle service is off, so the reduce side fails to fetch it and Spark
+re-runs the map stage), returns exactly what the query returns with skewagg off and nothing
+killed. A re-run task's partial results are merged exactly once, or sums and counts would differ.
+The app (tests/apps/executor_kill.py) kills the executor from a UDF, deterministically once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import PARTIAL_BELOW_USER_EXCHANGE
+from subprocesses import child_env, report, spark_submit
+from test_spark_submit import _spark_home, _submit_args
+
+# What each query's skewagg plan shows: the rewrite the kill must not break.
+REWRITTEN = {
+    "join": lambda plan: "FlushingPartialAggregate" in plan and "SkewAggLocalStage" in plan,
+    "repartition": lambda plan: PARTIAL_BELOW_USER_EXCHANGE.search(plan) is not None,
+    "percentile": lambda plan: "SingleKeyAggregate" in plan,
+}
+
+
+# Each kill costs an executor JVM restart: adaptive execution off and on for the join, whose
+# rewrite is planned differently with each; adaptive execution on (Spark's default) for the others.
+ADAPTIVE = {"join": [False, True], "repartition": [True], "percentile": [True]}
+
+
+@pytest.mark.parametrize("query", sorted(REWRITTEN))
+def test_killed_executor_in_local_and_final_stage_gives_the_same_rows(
+        query: str, tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.mkdir()
+    env = child_env(SPARK_HOME=str(_spark_home(tmp_path)))
+    result = report(spark_submit(
+        "executor_kill.py", *_submit_args("local-cluster[2,1,1024]"),
+        "--conf", "spark.executor.memory=1g",
+        "--conf", "spark.shuffle.service.enabled=false",
+        env=env, timeout=600,
+        app_args=[query, str(tokens), ",".join(str(a).lower() for a in ADAPTIVE[query])],
+    ))
+    rows, plans, kills, seen = result["rows"], result["plans"], result["kills"], result["seen"]
+    for adaptive in ADAPTIVE[query]:
+        expected = rows[f"off,adaptive={adaptive}"]
+        assert len(expected) > 50
+        assert not REWRITTEN[query](plans[f"off,adaptive={adaptive}"])
+        for stage in ("map", "final"):
+            run = f"{stage},adaptive={adaptive}"
+            assert rows[run] == expected, run
+            assert REWRITTEN[query](plans[run]), (run, plans[run])
+            # The kill happened: an executor JVM was killed, and a task attempt failed with it (the
+            # status tracker keeps the failed-task count of a stage's latest attempt only).
+            assert kills[run]["pid"] > 0, run
+            assert not Path(f"/proc/{kills[run]['pid']}").exists(), run
+            assert seen[run]["failedTasks"] >= 1 or seen[run]["maxStageAttempt"] >= 1, (run, seen)
+        # Killed in the final stage, the executor took its map output along: fetch failure, and
+        # the map stage ran again (a stage attempt after the first).
+        assert seen[f"final,adaptive={adaptive}"]["maxStageAttempt"] >= 1, seen
