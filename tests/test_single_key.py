@@ -32,17 +32,25 @@ def test_percentile_median_and_mode_one_key_at_a_time(spark: SparkSession) -> No
         assert "SingleKeyAggregate" not in plans[(False, adaptive)]
 
 
-def test_local_cluster_percentiles_match_spark(tmp_path: Path) -> None:
+def _local_cluster_percentiles(tmp_path: Path, *conf: str) -> dict:
+    """tests/apps/single_key_percentile.py on local-cluster[2,1,1024], with `--conf` pairs; fails
+    unless every variant (skewagg off/on x adaptive off/on) returns Spark's rows."""
     env = child_env(SPARK_HOME=str(_spark_home(tmp_path)))
+    conf_args = [arg for pair in conf for arg in ("--conf", pair)]
     result = report(spark_submit(
         "single_key_percentile.py", *_submit_args("local-cluster[2,1,1024]"),
-        "--conf", "spark.executor.memory=1g", env=env,
+        "--conf", "spark.executor.memory=1g", *conf_args, env=env,
     ))
     rows = result["rows"]
     expected = rows["skewagg=False,adaptive=False"]
     assert len(expected) == 97
     for name, actual in rows.items():
         assert actual == expected, name
+    return result
+
+
+def test_local_cluster_percentiles_match_spark(tmp_path: Path) -> None:
+    result = _local_cluster_percentiles(tmp_path)
     for name, plan in result["plans"].items():
         assert ("SingleKeyAggregate" in plan) == name.startswith("skewagg=True"), (name, plan)
 
@@ -50,17 +58,7 @@ def test_local_cluster_percentiles_match_spark(tmp_path: Path) -> None:
 def test_local_cluster_split_hot_key_percentiles_match_spark(tmp_path: Path) -> None:
     """The same app with hot keys split by value (key 0 holds 30% of 30000 rows): spread over
     tasks on two executor JVMs, still Spark's rows."""
-    env = child_env(SPARK_HOME=str(_spark_home(tmp_path)))
-    result = report(spark_submit(
-        "single_key_percentile.py", *_submit_args("local-cluster[2,1,1024]"),
-        "--conf", "spark.executor.memory=1g",
-        "--conf", "spark.skewagg.singleKey.split.minKeyRows=1000", env=env,
-    ))
-    rows = result["rows"]
-    expected = rows["skewagg=False,adaptive=False"]
-    assert len(expected) == 97
-    for name, actual in rows.items():
-        assert actual == expected, name
+    result = _local_cluster_percentiles(tmp_path, "spark.skewagg.singleKey.split.minKeyRows=1000")
     for name, splits in result["splits"].items():
         if name.startswith("skewagg=True"):
             assert splits["hotKeys"] == 1 and splits["splits"] >= 2, (name, splits)

@@ -1,9 +1,11 @@
 package org.apache.spark.sql.skewagg
 
-import org.apache.spark.sql.{Column, DataFrame, SparkSession}
+import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
+
+import SkewTestData.holisticTable
 
 /**
  * Exact percentiles of hot keys split by value across tasks (HotKeySplitAggregate): Spark's
@@ -12,27 +14,10 @@ import org.apache.spark.sql.internal.SQLConf
  */
 class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
 
-  /**
-   * `(k, v, i, d, f, s)`: v a double with duplicates, NaN, -0.0 and 0.0 and nulls; i an int; d a
-   * decimal; f a frequency (0 to 3, some null); s a string.
-   */
-  private def table(s: SparkSession, keyOf: Column, rows: Int): DataFrame =
-    s.range(0, rows).select(
-      keyOf.as("k"),
-      when(col("id") % 97 === 5, lit(null).cast("double"))
-        .when(col("id") % 89 === 3, lit(Double.NaN))
-        .when(col("id") % 13 === 1, lit(-0.0))
-        .when(col("id") % 13 === 2, lit(0.0))
-        .otherwise(floor(col("id") / 3) % 50 - 10.5).as("v"),
-      (col("id") % 7).cast("int").as("i"),
-      (col("id") % 100 / 8).cast("decimal(12,3)").as("d"),
-      when(col("id") % 11 === 0, lit(null)).otherwise(col("id") % 4).as("f"),
-      (col("id") % 5).cast("string").as("s"))
-
   private val Rows = 4000
   /** Key 0 holds over 40% of the rows (four average partitions of 8), keys 0 to 100 the rest. */
   private val oneHotKey: SparkSession => DataFrame =
-    s => table(s, when(col("id") % 10 < 4, lit(0L)).otherwise(col("id") % 101), Rows)
+    s => holisticTable(s, when(col("id") % 10 < 4, lit(0L)).otherwise(col("id") % 101), Rows)
 
   /** Low enough that key 0 above is split (the sample reads one of the 2 input partitions). */
   private val splitting = Seq(
@@ -103,7 +88,7 @@ class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
   }
 
   test("several hot keys, one of them the null key") {
-    val input: SparkSession => DataFrame = s => table(s,
+    val input: SparkSession => DataFrame = s => holisticTable(s,
       when(col("id") % 10 < 3, lit(0L)).when(col("id") % 10 < 6, lit(null).cast("long"))
         .otherwise(col("id") % 31), Rows)
     splitRuns(view(input, s"$percentiles, count(*), avg(v)")).foreach(assertSplit(_, hotKeys = 2))
@@ -148,7 +133,7 @@ class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
   }
 
   test("uniform data: no key is split") {
-    val uniform: SparkSession => DataFrame = s => table(s, col("id") % 101, Rows)
+    val uniform: SparkSession => DataFrame = s => holisticTable(s, col("id") % 101, Rows)
     val d = differential(view(uniform, s"$percentiles, count(*)"), splitting: _*)
     for (adaptive <- Seq(false, true)) {
       val op = splitOperator(d.plan(on = true, adaptive))

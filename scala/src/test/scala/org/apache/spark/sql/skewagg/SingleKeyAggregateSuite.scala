@@ -8,6 +8,8 @@ import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.streaming.OutputMode
 
+import SkewTestData.holisticTable
+
 /**
  * Holistic aggregates planned one key at a time (SingleKeyAggregate): every function on skewed,
  * uniform, empty, all-null and single-key inputs gives Spark's rows (differential: skewagg off/on
@@ -18,32 +20,13 @@ import org.apache.spark.sql.streaming.OutputMode
  */
 class SingleKeyAggregateSuite extends SkewAggSuiteBase {
 
-  /**
-   * `(k, v, i, d, f, m, s)`: v a double with duplicates, NaN, -0.0 and 0.0 and nulls; i an int;
-   * d a decimal; f a frequency (0 to 3, some null); m an int with one clearly most frequent value
-   * per key (7, about 2/3 of the rows); s a string.
-   */
-  private def table(s: SparkSession, keyOf: org.apache.spark.sql.Column, rows: Int): DataFrame =
-    s.range(0, rows).select(
-      keyOf.as("k"),
-      when(col("id") % 97 === 5, lit(null).cast("double"))
-        .when(col("id") % 89 === 3, lit(Double.NaN))
-        .when(col("id") % 13 === 1, lit(-0.0))
-        .when(col("id") % 13 === 2, lit(0.0))
-        .otherwise(floor(col("id") / 3) % 50 - 10.5).as("v"),
-      (col("id") % 7).cast("int").as("i"),
-      (col("id") % 100 / 8).cast("decimal(12,3)").as("d"),
-      when(col("id") % 11 === 0, lit(null)).otherwise(col("id") % 4).as("f"),
-      when(col("id") % 3 =!= 0, lit(7)).otherwise(col("id") % 11).cast("int").as("m"),
-      (col("id") % 5).cast("string").as("s"))
-
   private val Rows = 4000
   private val inputs: Seq[(String, SparkSession => DataFrame)] = Seq(
-    "skewed" -> (s => table(s, when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") % 101), Rows)),
-    "uniform" -> (s => table(s, col("id") % 101, Rows)),
-    "single key" -> (s => table(s, lit(3L), 1000)),
-    "empty" -> (s => table(s, col("id") % 101, Rows).where(col("id") < 0)),
-    "all null" -> (s => table(s, col("id") % 7, 500)
+    "skewed" -> (s => holisticTable(s, when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") % 101), Rows)),
+    "uniform" -> (s => holisticTable(s, col("id") % 101, Rows)),
+    "single key" -> (s => holisticTable(s, lit(3L), 1000)),
+    "empty" -> (s => holisticTable(s, col("id") % 101, Rows).where(col("id") < 0)),
+    "all null" -> (s => holisticTable(s, col("id") % 7, 500)
       .withColumn("v", lit(null).cast("double")).withColumn("i", lit(null).cast("int"))
       .withColumn("d", lit(null).cast("decimal(12,3)")).withColumn("m", lit(null).cast("int"))))
 
@@ -101,7 +84,7 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
   }
 
   test("a computed grouping key and a DataFrame query") {
-    val d = differential(s => table(s, col("id") % 23, Rows)
+    val d = differential(s => holisticTable(s, col("id") % 23, Rows)
       .groupBy((col("k") % 5).as("g"), col("s"))
       .agg(expr("percentile(v, 0.5)"), min("d")))
     assert(singleKey(d.plan(on = true, adaptive = true)).size == 1)
@@ -148,7 +131,7 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
   }
 
   test("a negative frequency fails as in Spark") {
-    val input: SparkSession => DataFrame = s => table(s, col("id") % 5, 100)
+    val input: SparkSession => DataFrame = s => holisticTable(s, col("id") % 5, 100)
       .withColumn("f", when(col("k") === 2 && col("i") === 3, lit(-1L)).otherwise(lit(1L)))
     for (on <- Seq(false, true)) {
       withSQLConf(SkewAggConf.ENABLED.key -> on.toString) {

@@ -1,6 +1,6 @@
 package org.apache.spark.sql.skewagg
 
-import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.{Column, DataFrame, SparkSession}
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 
@@ -18,6 +18,25 @@ object SkewTestData {
       (col("id") % 7).cast("int").as("i"),
       (col("id") % 100).cast("decimal(12,2)").as("d"))
   }
+
+  /**
+   * For holistic aggregates, `(k, v, i, d, f, m, s)`: v a double with duplicates, NaN, -0.0 and
+   * 0.0 and nulls; i an int; d a decimal; f a frequency (0 to 3, some null); m an int with one
+   * clearly most frequent value per key (7, about 2/3 of the rows); s a string.
+   */
+  def holisticTable(s: SparkSession, keyOf: Column, rows: Int): DataFrame =
+    s.range(0, rows).select(
+      keyOf.as("k"),
+      when(col("id") % 97 === 5, lit(null).cast("double"))
+        .when(col("id") % 89 === 3, lit(Double.NaN))
+        .when(col("id") % 13 === 1, lit(-0.0))
+        .when(col("id") % 13 === 2, lit(0.0))
+        .otherwise(floor(col("id") / 3) % 50 - 10.5).as("v"),
+      (col("id") % 7).cast("int").as("i"),
+      (col("id") % 100 / 8).cast("decimal(12,3)").as("d"),
+      when(col("id") % 11 === 0, lit(null)).otherwise(col("id") % 4).as("f"),
+      when(col("id") % 3 =!= 0, lit(7)).otherwise(col("id") % 11).cast("int").as("m"),
+      (col("id") % 5).cast("string").as("s"))
 
   /** `(k, attr)`: one row per key; `attr` groups keys in tens. */
   def dim(s: SparkSession): DataFrame =
