@@ -5,7 +5,7 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 
-import SkewTestData.holisticTable
+import SkewTestData.{holisticTable, percentilesOfV}
 
 /**
  * Exact percentiles of hot keys split by value across tasks (HotKeySplitAggregate): Spark's
@@ -52,16 +52,7 @@ class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
     assert(op.metrics("splits").value > hotKeys, op.metrics) // more than one split per key
   }
 
-  private val percentiles = Seq(
-    "percentile(v, 0.5)", "percentile(v, 0.0)", "percentile(v, 1.0)", "percentile(v, 0.37)",
-    "percentile(v, array(0.1, 0.5, 0.9))", "percentile(v, array(0.0, 1.0))",
-    "percentile(v, 0.3, f)", "percentile(v, array(0.25, 0.75), f)",
-    "median(v)", "median(v) + 1 AS plus_one",
-    "percentile_cont(0.25) WITHIN GROUP (ORDER BY v)",
-    "percentile_cont(0.6) WITHIN GROUP (ORDER BY v DESC)",
-    "percentile_disc(0.25) WITHIN GROUP (ORDER BY v)",
-    "percentile_disc(0.0) WITHIN GROUP (ORDER BY v)",
-    "percentile_disc(0.6) WITHIN GROUP (ORDER BY v DESC)").mkString(", ")
+  private val percentiles = percentilesOfV.mkString(", ")
 
   test("every percentile function on a split hot key, with sum, count, avg, max, FILTER") {
     val others = "sum(v), count(*), count(v), avg(i), max(s), min(d), sum(i) FILTER (WHERE i > 1)"

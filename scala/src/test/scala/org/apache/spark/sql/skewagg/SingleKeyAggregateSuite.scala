@@ -8,7 +8,7 @@ import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.streaming.OutputMode
 
-import SkewTestData.holisticTable
+import SkewTestData.{holisticTable, percentilesOfV}
 
 /**
  * Holistic aggregates planned one key at a time (SingleKeyAggregate): every function on skewed,
@@ -35,20 +35,11 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
    * column (the holistic functions of one aggregate must share their value expression).
    */
   private val functions: Seq[(String, String)] = Seq(
-    "percentile, median, percentile_cont, percentile_disc, mode of a double, with others" -> Seq(
-      "percentile(v, 0.5)", "percentile(v, 0.0)", "percentile(v, 1.0)", "percentile(v, 0.37)",
-      "percentile(v, array(0.1, 0.5, 0.9))", "percentile(v, array(0.0, 1.0))",
-      "percentile(v, 0.3, f)", "percentile(v, array(0.25, 0.75), f)",
-      "median(v)", "median(v) + 1 AS plus_one",
-      "percentile_cont(0.25) WITHIN GROUP (ORDER BY v)",
-      "percentile_cont(0.6) WITHIN GROUP (ORDER BY v DESC)",
-      "percentile_disc(0.25) WITHIN GROUP (ORDER BY v)",
-      "percentile_disc(0.0) WITHIN GROUP (ORDER BY v)",
-      "percentile_disc(0.6) WITHIN GROUP (ORDER BY v DESC)",
-      "mode() WITHIN GROUP (ORDER BY v)",
+    "percentile, median, percentile_cont, percentile_disc, mode of a double, with others" ->
+      (percentilesOfV ++ Seq("mode() WITHIN GROUP (ORDER BY v)",
       "percentile(v, 0.5) FILTER (WHERE i > 2)", "median(v) FILTER (WHERE i < 5)",
       "sum(v)", "count(*)", "count(v)", "avg(i)", "max(s)", "sum(i) FILTER (WHERE i > 1)",
-      "array_sort(collect_list(i))", "array_sort(collect_set(s))").mkString(", "),
+      "array_sort(collect_list(i))", "array_sort(collect_set(s))")).mkString(", "),
     "percentile and mode of an int" -> ("percentile(i, 0.5), percentile(i, array(0.2, 0.8)), " +
       "mode() WITHIN GROUP (ORDER BY i), mode() WITHIN GROUP (ORDER BY i DESC), mode(i, true)"),
     "percentile of a decimal" -> "percentile(d, 0.5), percentile(d, array(0.1, 0.9)), median(d)",

@@ -38,6 +38,18 @@ object SkewTestData {
       when(col("id") % 3 =!= 0, lit(7)).otherwise(col("id") % 11).cast("int").as("m"),
       (col("id") % 5).cast("string").as("s"))
 
+  /** Every exact percentile form over `holisticTable`'s `v` (frequency `f`, arrays, DESC). */
+  val percentilesOfV: Seq[String] = Seq(
+    "percentile(v, 0.5)", "percentile(v, 0.0)", "percentile(v, 1.0)", "percentile(v, 0.37)",
+    "percentile(v, array(0.1, 0.5, 0.9))", "percentile(v, array(0.0, 1.0))",
+    "percentile(v, 0.3, f)", "percentile(v, array(0.25, 0.75), f)",
+    "median(v)", "median(v) + 1 AS plus_one",
+    "percentile_cont(0.25) WITHIN GROUP (ORDER BY v)",
+    "percentile_cont(0.6) WITHIN GROUP (ORDER BY v DESC)",
+    "percentile_disc(0.25) WITHIN GROUP (ORDER BY v)",
+    "percentile_disc(0.0) WITHIN GROUP (ORDER BY v)",
+    "percentile_disc(0.6) WITHIN GROUP (ORDER BY v DESC)")
+
   /** `(k, attr)`: one row per key; `attr` groups keys in tens. */
   def dim(s: SparkSession): DataFrame =
     s.range(0, Keys).select(col("id").as("k"), (col("id") % 10).as("attr"))
