@@ -30,11 +30,12 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectCheckRule(CheckSkewAggHints)
     // Analysis check: warn about spark.skewagg.* keys that are no skewagg setting (typos).
     extensions.injectCheckRule(WarnUnknownSkewAggSettings(_))
-    // Optimization (pre-CBO): partial aggregate before a join, for SKEW_AGG-hinted aggregates.
+    // Optimization (pre-CBO): local aggregation of one side before a shuffled join (flushing, or
+    // full with SKEW_AGG), merged after the join's shuffle, finished above the join.
     extensions.injectPreCBORule(LocalAggregateBeforeJoin)
     // Physical planning: the partial and final aggregates that local aggregation creates.
     extensions.injectPlannerStrategy(PlanPartialAndFinalAggregates)
-    // Physical planning: partial aggregate below a user repartition, for SKEW_AGG-hinted aggregates.
+    // Physical planning: (flushing) partial aggregate below a user repartition.
     extensions.injectPlannerStrategy(PartialAggregateBeforeRepartition)
     // Physical planning: holistic aggregates (percentile, mode) of batch queries, one key at a time.
     extensions.injectPlannerStrategy(PlanHolisticAggregatesSortBased(_))
