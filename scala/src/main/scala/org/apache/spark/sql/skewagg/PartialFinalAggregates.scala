@@ -69,8 +69,8 @@ case class PlanPartialAndFinalAggregates(session: SparkSession) extends SparkStr
       val planned = AggUtils.planAggregateWithoutDistinct(
         PartialAggregates.normalizedKeys(grouping), aggregates, grouping.map(_.toAttribute), planLater(child))
       val what = if (aggregates.isEmpty) "deduplication" else "partial aggregate"
-      planned.headOption.collect { case merged: BaseAggregateExec =>
-        val local = merged.children.head match {
+      planned.headOption.collect { case sparkFinal: BaseAggregateExec =>
+        val local = sparkFinal.children.head match {
           case partial: BaseAggregateExec if flushing =>
             SkewAggLocalStageExec.mark(FlushingPartialAggregateExec.from(partial,
               SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
@@ -78,7 +78,7 @@ case class PlanPartialAndFinalAggregates(session: SparkSession) extends SparkStr
               s"flushing $what before the join")
           case partial => SkewAggLocalStageExec.mark(partial, s"$what before the join")
         }
-        if (mergeBy.isEmpty) local else PartialAggregates.partialMerge(merged, mergeBy, local)
+        if (mergeBy.isEmpty) local else PartialAggregates.partialMerge(sparkFinal, mergeBy, local)
       }.toSeq
     case FinalAggregate(grouping, aggregates, result, child) =>
       val planned = AggUtils.planAggregateWithoutDistinct(
