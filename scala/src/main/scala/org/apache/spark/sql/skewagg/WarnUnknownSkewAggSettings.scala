@@ -2,6 +2,8 @@ package org.apache.spark.sql.skewagg
 
 import java.util.concurrent.ConcurrentHashMap
 
+import org.apache.commons.text.similarity.LevenshteinDistance
+
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
@@ -32,23 +34,10 @@ object WarnUnknownSkewAggSettings {
     conf.getAllConfs.keys.filter(k => k.startsWith("spark.skewagg.") && !known(k)).toSeq.sorted
 
   def message(key: String): String = {
-    val closest = SkewAggConf.entries.map(_.key).minBy(editDistance(key, _))
+    // Spark's own suggestion distance (commons-text, a Spark dependency).
+    val distance = LevenshteinDistance.getDefaultInstance
+    val closest = SkewAggConf.entries.map(_.key).minBy(distance.apply(key, _).intValue)
     s"$key is not a skewagg setting and has no effect; did you mean $closest? " +
       "The settings are listed in docs/configs.md."
-  }
-
-  private def editDistance(a: String, b: String): Int = {
-    val row = Array.tabulate(b.length + 1)(identity)
-    for (i <- 1 to a.length) {
-      var diagonal = row(0)
-      row(0) = i
-      for (j <- 1 to b.length) {
-        val above = row(j)
-        row(j) = math.min(math.min(row(j) + 1, row(j - 1) + 1),
-          diagonal + (if (a(i - 1) == b(j - 1)) 0 else 1))
-        diagonal = above
-      }
-    }
-    row(b.length)
   }
 }
