@@ -11,7 +11,8 @@ and UNIFORM data, with four variants side by side in one session:
                  a join needs that evidence)
 
 The holistic scenarios (exact percentile, collect_list, a high-cardinality percentile over
-about 10M distinct keys; `--scenarios percentile,collect-list,high-cardinality`) compare vanilla
+about 10M distinct keys; `--scenarios percentile,collect-list,high-cardinality`), on the same
+keys with a continuous value column, compare vanilla
 with skewagg's one-key-at-a-time operator (SingleKeyAggregate), plus, for collect_list, the
 opt-in `spark.skewagg.singleKey.collect.enabled` (`--variants` applies to the other scenarios
 only); they also record each run's largest task
@@ -104,14 +105,26 @@ def write_tables(spark: SparkSession, rows: int) -> Path:
     return base
 
 
-def write_high_cardinality(spark: SparkSession, base: Path, rows: int) -> Path:
-    """fact_highcard: 2x rows rows over `rows` possible keys (about 0.86 x rows distinct), once."""
-    path = base / "fact_highcard"
-    if not (path / "_SUCCESS").exists():
-        ids = spark.range(0, 2 * rows, 1, 32)
-        ids.select((F.abs(F.xxhash64("id")) % rows).alias("k"),
-                   (F.col("id") % 1000 / 10.0).alias("v"), (F.col("id") % 97).cast("int").alias("i")) \
-            .write.mode("overwrite").option("parquet.block.size", 1 << 20).parquet(str(path))
+def write_holistic_tables(spark: SparkSession, base: Path, rows: int, high_cardinality: bool) -> Path:
+    """holistic/fact_{skewed,uniform}: the local-global keys, with `v` a continuous value (nearly
+    every row's distinct, as latencies or prices are: percentile's buffer holds every distinct
+    value, so the local-global data's 1,000 values would keep it small); with `high_cardinality`
+    also fact_highcard: 2x rows rows over `rows` possible keys (about 0.86 x rows distinct). Once."""
+    path = base / "holistic"
+    ids = spark.range(0, rows, 1, 32)
+    value = (F.abs(F.xxhash64("id", F.lit(2))) % 100_000_000 / 1000.0).alias("v")
+    cols = [value, (F.col("id") % 97).cast("int").alias("i")]
+    uniform_key = F.abs(F.xxhash64("id")) % KEYS
+    skewed_key = F.when(F.abs(F.xxhash64("id", F.lit(1))) % 10 < 3, F.lit(0)).otherwise(uniform_key)
+    tables = {"fact_uniform": lambda: ids.select(uniform_key.alias("k"), *cols),
+              "fact_skewed": lambda: ids.select(skewed_key.alias("k"), *cols)}
+    if high_cardinality:
+        tables["fact_highcard"] = lambda: spark.range(0, 2 * rows, 1, 32).select(
+            (F.abs(F.xxhash64("id")) % rows).alias("k"), *cols)
+    for name, df in tables.items():
+        if not (path / name / "_SUCCESS").exists():
+            df().write.mode("overwrite").option("parquet.block.size", 1 << 20) \
+                .parquet(str(path / name))
     return path
 
 
@@ -255,14 +268,14 @@ def main(argv: List[str] | None = None) -> int:
         spark.conf.set(key, value)
     base = write_tables(spark, args.rows)
     register_bucketed(spark, base)
-    if "high-cardinality" in scenarios:
-        write_high_cardinality(spark, base, args.rows)
+    facts = base if section == "local-global" else write_holistic_tables(
+        spark, base, args.rows, "high-cardinality" in scenarios)
     recorder = TaskTimeRecorder(spark)
     dim = spark.read.parquet(str(base / "dim"))
     results = []
     for scenario in scenarios:
         for data in SCENARIO_DATA.get(scenario, ["skewed", "uniform"]):
-            fact = spark.read.parquet(str(base / f"fact_{data}"))
+            fact = spark.read.parquet(str(facts / f"fact_{data}"))
             bucketed = spark.table(f"bench_bucketed_{data}") if data != "highcard" else fact
             queries = scenario_queries(fact, dim, bucketed)[scenario]
             variants = queries.get("variants", args.variants.split(","))
@@ -325,7 +338,11 @@ def render_holistic(report: dict) -> str:
         f"Measured {report['when']} on {report['machine']} (2 cores, driver memory "
         f"{report.get('driver_memory', '?')}), {report['rows']:,} fact rows (high-cardinality: "
         f"{2 * report['rows']:,} rows over {report['rows']:,} possible keys), median wall time of "
-        f"{report['repeats']} runs per variant, alternating as above. Queries: "
+        f"{report['repeats']} runs per variant, alternating as above. The keys are the "
+        "local-global scenarios' (SKEWED: key 0 holds 30% of the rows); `v` is a continuous "
+        "value, nearly every row's distinct (on the local-global data's 1,000 distinct values "
+        "percentile's buffers stay small: that run is "
+        "benchmarks/results/bench-rows10000000-holistic-1000-values.json). Queries: "
         "`groupBy(k).agg(percentile(v, 0.5))`, `groupBy(k).agg(aggregate(collect_list(v), ...))` "
         "(the list's sum). Peak task memory: the largest `peakExecutionMemory` of one task; "
         "JVM heap peak: the executor JVM's peak heap while the query's tasks ran (one JVM in "
