@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression,
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.aggregate.{AggregationIterator, BaseAggregateExec}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.types.{DateType, IntegerType, LongType, TimestampNTZType, TimestampType}
 
 /**
  * A partial aggregate that flushes instead of spilling, and aggregates only where it pays.
@@ -19,8 +20,8 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
  * it keeps only the batch's heavy keys (at least 8 times the batch's mean rows per key), merges
  * their rows in place and passes every other row through as a one-row partial, then learns again
  * after `16 x capacity` rows. A hot key therefore leaves a task as a handful of rows, while
- * uniform keys cost one probe of a small map per row: never a spill, never a hash table of all
- * keys. Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
+ * uniform keys cost one probe of a small map per row (for a key of one integral column and at
+ * most 8 heavy keys, a comparison of its value): never a spill, never a hash table of all keys. Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
  * buffers), possibly with several rows per key, which the final aggregate merges.
  */
 case class FlushingPartialAggregateExec(
@@ -129,7 +130,59 @@ private class FlushingAggregationIterator(
     }
   }
 
+  /**
+   * When the only grouping key is an integral input column: its ordinal, so that rows can be
+   * checked against a few heavy keys by value (see [[HeavyKeys]]).
+   */
+  private[this] val integralKey: Option[(Int, Boolean)] = groupingExpressions match {
+    case Seq(a: Attribute) =>
+      val ordinal = inputAttributes.indexWhere(_.exprId == a.exprId)
+      a.dataType match {
+        case _ if ordinal < 0 => None
+        case IntegerType | DateType => Some((ordinal, true))
+        case LongType | TimestampType | TimestampNTZType => Some((ordinal, false))
+        case _ => None
+      }
+    case _ => None
+  }
+
+  /**
+   * The heavy keys kept while passing rows through, by value, when they are few and the key is
+   * one integral column: a row is checked with a comparison or two instead of a projection of
+   * its key and a hash map probe (most rows then are not heavy).
+   */
+  private final class HeavyKeys(ordinal: Int, isInt: Boolean, values: Array[Long],
+      entries: Array[Entry], nullEntry: Entry) {
+    def entryOf(row: InternalRow): Entry = {
+      if (row.isNullAt(ordinal)) return nullEntry
+      val v = if (isInt) row.getInt(ordinal).toLong else row.getLong(ordinal)
+      var i = 0
+      while (i < values.length) {
+        if (values(i) == v) return entries(i)
+        i += 1
+      }
+      null
+    }
+  }
+
+  /** [[HeavyKeys]] for the keys in `map` (all heavy), when there are at most 8 of them. */
+  private def heavyKeysOf(map: JHashMap[UnsafeRow, Entry]): HeavyKeys = integralKey match {
+    case Some((ordinal, isInt)) if map.size <= 8 =>
+      val nonNull = new java.util.ArrayList[java.util.Map.Entry[UnsafeRow, Entry]]()
+      var nullEntry: Entry = null
+      map.entrySet().forEach { e => if (e.getKey.isNullAt(0)) nullEntry = e.getValue else nonNull.add(e) }
+      val values = Array.tabulate(nonNull.size) { i =>
+        val key = nonNull.get(i).getKey
+        if (isInt) key.getInt(0).toLong else key.getLong(0)
+      }
+      new HeavyKeys(ordinal, isInt, values, Array.tabulate(nonNull.size)(nonNull.get(_).getValue),
+        nullEntry)
+    case _ => null
+  }
+
   private[this] var map = new JHashMap[UnsafeRow, Entry](capacity * 2)
+  /** While passing rows through: the map's heavy keys by value, or null (probe the map). */
+  private[this] var heavyKeys: HeavyKeys = null
   private[this] var learning = true
   private[this] var rowsSinceFlush = 0L
   private[this] var rowsUntilLearning = 0L
@@ -180,7 +233,17 @@ private class FlushingAggregationIterator(
 
   /** Merges `row` into the map; true when it produced an output row (`pending`) instead. */
   private def consume(row: InternalRow): Boolean = {
-    if (!learning && map.isEmpty && oneRowPartial.isDefined) return passThrough(row, null)
+    if (!learning && oneRowPartial.isDefined) {
+      if (map.isEmpty) return passThrough(row, null)
+      if (heavyKeys != null) {
+        val heavy = heavyKeys.entryOf(row)
+        if (heavy == null) return passThrough(row, null)
+        processRow(heavy.buffer, row)
+        heavy.rows += 1
+        rowsSinceFlush += 1
+        return false
+      }
+    }
     val key = groupingProjection(row)
     val entry = map.get(key)
     if (entry != null) {
@@ -237,6 +300,7 @@ private class FlushingAggregationIterator(
       learning = false
       rowsUntilLearning = 16L * capacity
     }
+    heavyKeys = if (learning) null else heavyKeysOf(map)
     rowsSinceFlush = 0
     draining = emitted.entrySet().iterator()
     deferred = trigger

@@ -308,7 +308,7 @@ case class SplitCount(rows: Long, held: Array[Long], buffer: Option[UnsafeRow])
 object HotKeySplitAggregateExec {
   /**
    * Rows sorted by `order` with Spark's external sorter (as SortExec.createSorter); the bytes it
-   * spilled are added to `spillSize` (as SortExec does).
+   * spilled are added to `spillSize` and its peak memory to the task's (as SortExec does).
    */
   def sort(rows: Iterator[InternalRow], order: Seq[SortOrder], input: Seq[Attribute],
       spillSize: SQLMetric): Iterator[InternalRow] = {
@@ -332,6 +332,7 @@ object HotKeySplitAggregateExec {
     val spilledBefore = taskMetrics.memoryBytesSpilled
     val sorted = sorter.sort(rows.asInstanceOf[Iterator[UnsafeRow]]) // reads all rows first
     spillSize += taskMetrics.memoryBytesSpilled - spilledBefore
+    taskMetrics.incPeakExecutionMemory(sorter.getPeakMemoryUsage)
     sorted
   }
 }

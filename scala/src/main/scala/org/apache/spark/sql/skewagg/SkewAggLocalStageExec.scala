@@ -11,7 +11,7 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 /**
  * Marks, in the executed plan and the Spark UI, the local (partial) stage of an aggregate that a
  * skewagg rule rewrote: it sits directly above that partial aggregate, passes its rows through
- * unchanged (inside whole-stage codegen), counts them, and names the rewrite with the numbers it
+ * unchanged (inside the aggregate's whole-stage codegen, if it has one), counts them, and names the rewrite with the numbers it
  * was decided on, e.g. `SkewAggLocalStage [skew split of the join below the aggregate: partition
  * 17 is 42.8 MiB, 54x the median 800.0 KiB]`.
  */
@@ -25,6 +25,15 @@ case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartit
   override lazy val metrics: Map[String, SQLMetric] = Map(
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of partial rows out"),
     "skewedPartitions" -> SQLMetrics.createMetric(sparkContext, "number of skewed partitions"))
+
+  /**
+   * Inside its child's whole-stage codegen only: above an operator without codegen (a flushing
+   * partial aggregate) a codegen stage of its own would buffer every row once more.
+   */
+  override def supportCodegen: Boolean = child match {
+    case c: CodegenSupport => c.supportCodegen
+    case _ => false
+  }
 
   override def simpleString(maxFields: Int): String = s"SkewAggLocalStage [$rewrite]"
   override def nodeName: String = "SkewAggLocalStage"

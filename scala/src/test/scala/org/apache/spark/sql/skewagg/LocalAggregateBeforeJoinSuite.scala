@@ -120,6 +120,35 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     }
   }
 
+  test("without the hint: heavy keys of one integral column compared by value, a null one too") {
+    // Two heavy keys, 5 and null (20% of the rows each), the rest uniform: both stay in the map
+    // and the other rows pass through; int and date keys take the by-value path.
+    val keyed = (s: SparkSession) => s.range(0, 20000).select(
+      when(col("id") % 5 === 0, lit(5)).when(col("id") % 5 === 1, lit(null))
+        .otherwise((col("id") * 7919) % Keys).cast("int").as("k"),
+      (col("id") / 7.0).as("v"), (col("id") % 7).cast("int").as("i"))
+    val other = (s: SparkSession) => s.range(0, Keys).select(col("id").cast("int").as("k"))
+      .union(s.range(0, 1).select(lit(null).cast("int").as("k")))
+    val queries: Seq[SparkSession => DataFrame] = Seq(
+      s => keyed(s).join(other(s), Seq("k"), "left").groupBy("k")
+        .agg(sum("v"), count(lit(1)), max("i")),
+      s => keyed(s).withColumn("k", date_add(lit("2026-01-01").cast("date"), col("k")))
+        .join(other(s).withColumn("k", date_add(lit("2026-01-01").cast("date"), col("k"))),
+          Seq("k"), "left")
+        .groupBy("k").agg(sum("v"), min("i")))
+    for (query <- queries) {
+      val d = differential(query, conf :+ (SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "64"): _*)
+      assertLocal(d)
+      for (adaptive <- Seq(false, true)) {
+        val Seq(op) = flushing(d, adaptive)
+        assert(metric(op, "numPassedThrough") > 0)
+        // 40% of the rows are on the two heavy keys: they collapse to a few partial rows.
+        assert(metric(op, "numOutputRows") < metric(op, "numInputRows") * 0.7,
+          s"${metric(op, "numOutputRows")} of ${metric(op, "numInputRows")}")
+      }
+    }
+  }
+
   test("without the hint, default capacity: the same results, the hot key merged") {
     val d = run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k", "attr")
       .agg(sum("v"), avg("i"), max("d")))
