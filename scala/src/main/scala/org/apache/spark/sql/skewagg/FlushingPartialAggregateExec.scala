@@ -21,7 +21,8 @@ import org.apache.spark.sql.types.{DateType, IntegerType, LongType, TimestampNTZ
  * their rows in place and passes every other row through as a one-row partial, then learns again
  * after `16 x capacity` rows. A hot key therefore leaves a task as a handful of rows, while
  * uniform keys cost one probe of a small map per row (for a key of one integral column and at
- * most 8 heavy keys, a comparison of its value): never a spill, never a hash table of all keys. Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
+ * most 8 heavy keys, a comparison of its value): never a spill, never a hash table of all keys.
+ * Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
  * buffers), possibly with several rows per key, which the final aggregate merges.
  */
 case class FlushingPartialAggregateExec(

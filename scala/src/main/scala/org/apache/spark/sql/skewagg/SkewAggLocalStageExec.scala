@@ -11,9 +11,9 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 /**
  * Marks, in the executed plan and the Spark UI, the local (partial) stage of an aggregate that a
  * skewagg rule rewrote: it sits directly above that partial aggregate, passes its rows through
- * unchanged (inside the aggregate's whole-stage codegen, if it has one), counts them, and names the rewrite with the numbers it
- * was decided on, e.g. `SkewAggLocalStage [skew split of the join below the aggregate: partition
- * 17 is 42.8 MiB, 54x the median 800.0 KiB]`.
+ * unchanged (inside the aggregate's whole-stage codegen, if it has one), counts them, and names
+ * the rewrite with the numbers it was decided on, e.g. `SkewAggLocalStage [skew split of the
+ * join below the aggregate: partition 17 is 42.8 MiB, 54x the median 800.0 KiB]`.
  */
 case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartitions: Int = 0)
   extends UnaryExecNode with CodegenSupport {
