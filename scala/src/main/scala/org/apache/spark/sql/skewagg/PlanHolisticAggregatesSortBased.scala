@@ -7,6 +7,7 @@ import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
 import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, SparkStrategy}
+import org.apache.spark.sql.execution.aggregate.ScalaAggregator
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types._
 
@@ -33,9 +34,13 @@ import org.apache.spark.sql.types._
  *
  * An aggregate whose only holistic functions are `collect_list` / `collect_set` keeps Spark's
  * plan unless `spark.skewagg.singleKey.collect.enabled` (then unsorted: one shuffle of raw rows,
- * the lists built per key). Measured (docs/single-key.md, 10M rows, 2 cores): 0.31x vanilla's wall
- * time on skewed data, 0.55x on uniform; still off by default because it changes the order
- * collect_list happens to produce, which users often rely on although Spark does not promise it.
+ * the lists built per key). Measured faster (docs/single-key.md), but off by default: it changes
+ * the order collect_list happens to produce, which users often rely on although Spark does not
+ * promise it, and a hot key's list is built in one task.
+ * Likewise an aggregate with typed Aggregators registered with `udaf` (ScalaAggregator) and no
+ * other holistic function, with `spark.skewagg.singleKey.typedAggregate.enabled`: one shuffle of
+ * raw rows instead of partial object buffers, which Spark's object hash aggregate sorts anyway
+ * once a task has more than 128 keys; off by default since a hot key is not split.
  */
 case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkStrategy {
 
@@ -75,11 +80,8 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
       val holistic = functions.filter(isHolistic)
       val values = holistic.flatMap(holisticValue)
       val sortValue = values.headOption
-      val collectOnly = holistic.isEmpty &&
-        SkewAggConf.enabled(agg.conf, SkewAggConf.SINGLE_KEY_COLLECT_ENABLED) &&
-        functions.exists { case _: CollectList | _: CollectSet => true; case _ => false }
       val refuse =
-        (holistic.isEmpty && !collectOnly) ||
+        (holistic.isEmpty && !optedIn(functions, agg.conf)) ||
           values.size != holistic.size || // a holistic function it cannot compute
           sortValue.exists(v => values.exists(!_.semanticEquals(v))) ||
           aggregates.exists(_.isDistinct) ||
@@ -95,6 +97,19 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
           !sortValue.forall(v => RowOrdering.isOrderable(v.dataType))
       if (refuse) None else Some(build(grouping, aggregates, results, sortValue, child, agg.conf))
     case _ => None
+  }
+
+  /**
+   * Without exact percentiles or mode: whether the aggregate's collecting functions and typed
+   * Aggregators are opted in. A collect function present needs the collect setting (the order
+   * of the lists changes), and one of the two kinds must be present and opted in.
+   */
+  private def optedIn(functions: Seq[AggregateFunction], conf: SQLConf): Boolean = {
+    val collects = functions.exists { case _: CollectList | _: CollectSet => true; case _ => false }
+    val typed = functions.exists(_.isInstanceOf[ScalaAggregator[_, _, _]])
+    val collect = SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_COLLECT_ENABLED)
+    (!collects || collect) && ((collects && collect) ||
+      (typed && SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED)))
   }
 
   private def build(

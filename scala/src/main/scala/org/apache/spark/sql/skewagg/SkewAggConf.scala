@@ -233,6 +233,17 @@ object SkewAggConf {
       .trueOrFalse
       .createWithDefault(false))
 
+  val SINGLE_KEY_TYPED_AGGREGATE_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.singleKey.typedAggregate.enabled")
+      .doc("Also run aggregates with typed Aggregators registered with udaf() (and no other " +
+        "holistic function) one key at a time, shuffling raw rows once instead of partial " +
+        "object buffers. Pays with many keys, when Spark's object hash aggregate falls back " +
+        "to sorting; off by default because a hot key's rows then go to one task: " +
+        "docs/single-key.md has the measurements.")
+      .version("0.1.0")
+      .trueOrFalse
+      .createWithDefault(false))
+
   val SINGLE_KEY_SPLIT_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.singleKey.split.enabled")
       .doc("Exact percentiles of hot keys split across tasks: aggregates whose holistic " +

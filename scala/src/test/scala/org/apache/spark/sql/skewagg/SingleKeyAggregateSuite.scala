@@ -91,6 +91,26 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
     }
   }
 
+  test("typed Aggregators alone, when spark.skewagg.singleKey.typedAggregate.enabled") {
+    val typed = SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED.key
+    val sumOfSquares = udaf(SumOfSquares)
+    val query = (s: SparkSession) => holisticTable(s, col("id") % 23, Rows).groupBy("k")
+      .agg(sumOfSquares(col("d").cast("double")), sumOfSquares(col("i").cast("double")),
+        count("v"), max("d"))
+    val on = differential(query, typed -> "true")
+    for (adaptive <- Seq(false, true)) {
+      val plan = nodes[SingleKeyAggregateExec](on.plan(on = true, adaptive))
+      assert(plan.size == 1 && plan.head.sortValue.isEmpty, plan)
+    }
+    // Off by default; and a collect_list beside it still needs its own setting (list order).
+    val withCollect = (s: SparkSession) => holisticTable(s, col("id") % 23, Rows).groupBy("k")
+      .agg(sumOfSquares(col("i").cast("double")), size(collect_list("v")))
+    for ((q, settings) <- Seq(query -> Nil, withCollect -> Seq(typed -> "true"))) {
+      val d = differential(q, settings: _*)
+      assert(singleKey(d.plan(on = true, adaptive = true)).isEmpty, d.plan(on = true, adaptive = true))
+    }
+  }
+
   test("a spilling key buffer gives the same rows and reports its spill size") {
     val query = onInput(inputs.head._2, sql("percentile(v, array(0.1, 0.5, 0.9)), median(v)"))
     val spill = Seq(
