@@ -2,6 +2,8 @@ package org.apache.spark.sql.skewagg
 
 import java.util.{HashMap => JHashMap}
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, AttributeReference, Expression, GenericInternalRow, If, MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow}
@@ -156,7 +158,7 @@ private class FlushingAggregationIterator(
       entries: Array[Entry], nullEntry: Entry) {
     def entryOf(row: InternalRow): Entry = {
       if (row.isNullAt(ordinal)) return nullEntry
-      val v = if (isInt) row.getInt(ordinal).toLong else row.getLong(ordinal)
+      val v = integralValue(row, ordinal, isInt)
       var i = 0
       while (i < values.length) {
         if (values(i) == v) return entries(i)
@@ -166,23 +168,23 @@ private class FlushingAggregationIterator(
     }
   }
 
+  private def integralValue(row: InternalRow, ordinal: Int, isInt: Boolean): Long =
+    if (isInt) row.getInt(ordinal).toLong else row.getLong(ordinal)
+
   /** [[HeavyKeys]] for the keys in `map` (all heavy), when there are at most 8 of them. */
   private def heavyKeysOf(map: JHashMap[UnsafeRow, Entry]): HeavyKeys = integralKey match {
     case Some((ordinal, isInt)) if map.size <= 8 =>
-      val nonNull = new java.util.ArrayList[java.util.Map.Entry[UnsafeRow, Entry]]()
-      var nullEntry: Entry = null
-      map.entrySet().forEach { e => if (e.getKey.isNullAt(0)) nullEntry = e.getValue else nonNull.add(e) }
-      val values = Array.tabulate(nonNull.size) { i =>
-        val key = nonNull.get(i).getKey
-        if (isInt) key.getInt(0).toLong else key.getLong(0)
-      }
-      new HeavyKeys(ordinal, isInt, values, Array.tabulate(nonNull.size)(nonNull.get(_).getValue),
-        nullEntry)
+      val (nulls, nonNull) = map.asScala.toArray.partition(_._1.isNullAt(0))
+      new HeavyKeys(ordinal, isInt, nonNull.map(e => integralValue(e._1, 0, isInt)),
+        nonNull.map(_._2), nulls.headOption.map(_._2).orNull)
     case _ => null
   }
 
   private[this] var map = new JHashMap[UnsafeRow, Entry](capacity * 2)
-  /** While passing rows through: the map's heavy keys by value, or null (probe the map). */
+  /**
+   * While passing rows through: the map's heavy keys by value, or null (probe the map). Set where
+   * the heavy keys are chosen; read only while not learning.
+   */
   private[this] var heavyKeys: HeavyKeys = null
   private[this] var learning = true
   private[this] var rowsSinceFlush = 0L
@@ -300,8 +302,8 @@ private class FlushingAggregationIterator(
       emitted.forEach { (k, e) => if (e.rows >= heavy) map.put(k.copy(), new Entry(newBuffer())) }
       learning = false
       rowsUntilLearning = 16L * capacity
+      heavyKeys = heavyKeysOf(map)
     }
-    heavyKeys = if (learning) null else heavyKeysOf(map)
     rowsSinceFlush = 0
     draining = emitted.entrySet().iterator()
     deferred = trigger

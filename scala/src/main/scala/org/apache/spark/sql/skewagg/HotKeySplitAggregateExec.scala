@@ -1,13 +1,12 @@
 package org.apache.spark.sql.skewagg
 
-import org.apache.spark.{ShuffleDependency, SparkEnv, TaskContext}
+import org.apache.spark.{ShuffleDependency, TaskContext}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeSet, BindReferences, Expression, GenericInternalRow, MutableProjection, NamedExpression, RowOrdering, SortOrder, SortPrefix, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeSet, BindReferences, Expression, GenericInternalRow, MutableProjection, NamedExpression, SortOrder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Final, Partial}
-import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.catalyst.util.truncatedString
-import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShuffledRowRDD, SortPrefixUtils, SparkPlan, SQLExecution, UnaryExecNode, UnsafeExternalRowSorter, UnsafeRowSerializer}
+import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShuffledRowRDD, SortExec, SparkPlan, SQLExecution, UnaryExecNode, UnsafeRowSerializer}
 import org.apache.spark.sql.execution.aggregate.SortBasedAggregationIterator
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter}
@@ -134,35 +133,30 @@ case class HotKeySplitAggregateExec(
       shuffleWriterProcessor = ShuffleExchangeExec.createShuffleWriteProcessor(writeMetrics))
   }
 
-  /** Functions with the percentile buffers' spill metric attached. */
-  private def functionsWithMetrics: Seq[AggregateExpression] = {
-    val spillSize = longMetric("spillSize")
-    aggregateExpressions.map(_.transformDown {
-      case p: SortedRunPercentile => p.copy(spillSize = Some(spillSize))
-    }.asInstanceOf[AggregateExpression])
-  }
-
   /** Ordinary keys: sorted by (keys, value), then one key at a time, as SingleKeyAggregate. */
   private def aggregateOrdinaryKeys(partitions: RDD[InternalRow]): RDD[InternalRow] = {
     val keys = longMetric("numOutputRows")
     val rowsRead = longMetric("numInputRows")
     val sortSpill = longMetric("sortSpillSize")
-    val functions = functionsWithMetrics
+    val functions = SingleKeyAggregateExec.withSpillMetric(aggregateExpressions, longMetric("spillSize"))
     val inputAttributes = child.output
-    val order = (groupingAttributes :+ sortValue).map(SortOrder(_, Ascending))
+    val byKeyAndValue = sortBy(groupingAttributes :+ sortValue)
     val grouping = groupingAttributes
     val attributes = aggregateAttributes
     val results = resultExpressions
     partitions.mapPartitionsWithIndexInternal { (partIndex, input) =>
       if (!input.hasNext) Iterator.empty else {
         val sorted = HotKeySplitAggregateExec.sort(input.map { row => rowsRead += 1; row },
-          order, inputAttributes, sortSpill)
-        new SortBasedAggregationIterator(partIndex, grouping, inputAttributes, sorted, functions,
-          attributes, 0, results,
-          (expressions, schema) => MutableProjection.create(expressions, schema), keys)
+          byKeyAndValue, sortSpill)
+        SingleKeyAggregateExec.aggregateSorted(partIndex, sorted, grouping, inputAttributes,
+          functions, attributes, results, keys)
       }
     }
   }
+
+  /** Spark's sort of this operator's input by `expressions`, ascending (its sorter is used). */
+  private def sortBy(expressions: Seq[Expression]): SortExec =
+    SortExec(expressions.map(SortOrder(_, Ascending)), global = false, child = child)
 
   /**
    * Hot keys: a job reading every split (ranks held, partial buffers of the other functions), a
@@ -228,7 +222,7 @@ case class HotKeySplitAggregateExec(
     longMetric("splitInterpolations").set(interpolations)
 
     // The values at those ranks: only the splits holding one sort their rows.
-    val valueOrder = Seq(SortOrder(sortValue, Ascending))
+    val byValue = sortBy(Seq(sortValue))
     val picking = splitIds.filter(p => localRanks(p - firstSplit).exists(_.nonEmpty))
     val picked: Map[Int, Array[Array[AnyRef]]] = picking.map(_ - firstSplit).zip(
       sparkContext.runJob(shuffled,
@@ -237,7 +231,7 @@ case class HotKeySplitAggregateExec(
           val found = wanted.map(r => new Array[AnyRef](r.length))
           val seen = new Array[Long](wanted.length)
           val next = new Array[Int](wanted.length)
-          HotKeySplitAggregateExec.sort(rows, valueOrder, inputAttributes, sortSpill).foreach { row =>
+          HotKeySplitAggregateExec.sort(rows, byValue, sortSpill).foreach { row =>
             var j = 0
             while (j < wanted.length) {
               seen(j) += boundPercentiles(j).weight(row)
@@ -307,27 +301,11 @@ case class SplitCount(rows: Long, held: Array[Long], buffer: Option[UnsafeRow])
 
 object HotKeySplitAggregateExec {
   /**
-   * Rows sorted by `order` with Spark's external sorter (as SortExec.createSorter); the bytes it
-   * spilled are added to `spillSize` and its peak memory to the task's (as SortExec does).
+   * `rows` sorted with the external sorter of `sort` (as SortExec runs it); the bytes it spilled
+   * are added to `spillSize` and its peak memory to the task's (as SortExec does).
    */
-  def sort(rows: Iterator[InternalRow], order: Seq[SortOrder], input: Seq[Attribute],
-      spillSize: SQLMetric): Iterator[InternalRow] = {
-    val ordering = RowOrdering.create(order, input)
-    val first = BindReferences.bindReference(order.head, input)
-    val prefixComparator = SortPrefixUtils.getPrefixComparator(first)
-    val prefixExpression = SortPrefix(first)
-    val prefixProjection = UnsafeProjection.create(Seq(prefixExpression))
-    val prefixComputer = new UnsafeExternalRowSorter.PrefixComputer {
-      private val result = new UnsafeExternalRowSorter.PrefixComputer.Prefix
-      override def computePrefix(row: InternalRow): UnsafeExternalRowSorter.PrefixComputer.Prefix = {
-        val prefix = prefixProjection.apply(row)
-        result.isNull = prefix.isNullAt(0)
-        result.value = if (result.isNull) prefixExpression.nullValue else prefix.getLong(0)
-        result
-      }
-    }
-    val sorter = UnsafeExternalRowSorter.create(DataTypeUtils.fromAttributes(input), ordering,
-      prefixComparator, prefixComputer, SparkEnv.get.memoryManager.pageSizeBytes, false)
+  def sort(rows: Iterator[InternalRow], sort: SortExec, spillSize: SQLMetric): Iterator[InternalRow] = {
+    val sorter = sort.createSorter()
     val taskMetrics = TaskContext.get().taskMetrics()
     val spilledBefore = taskMetrics.memoryBytesSpilled
     val sorted = sorter.sort(rows.asInstanceOf[Iterator[UnsafeRow]]) // reads all rows first

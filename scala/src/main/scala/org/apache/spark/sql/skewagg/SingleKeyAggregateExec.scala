@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, Expression, MutableProjection, NamedExpression, SortOrder, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, Expression, MutableProjection, NamedExpression, SortOrder}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution}
 import org.apache.spark.sql.catalyst.util.truncatedString
@@ -58,32 +58,43 @@ case class SingleKeyAggregateExec(
   override protected def doExecute(): RDD[InternalRow] = {
     val keys = longMetric("numOutputRows")
     val rowsRead = longMetric("numInputRows")
-    val spillSize = longMetric("spillSize")
-    val functions = aggregateExpressions.map(_.transformDown {
-      case p: SortedRunPercentile => p.copy(spillSize = Some(spillSize))
-    }.asInstanceOf[AggregateExpression])
+    val functions = SingleKeyAggregateExec.withSpillMetric(aggregateExpressions, longMetric("spillSize"))
     val inputAttributes = child.output
     child.execute().mapPartitionsWithIndexInternal { (partIndex, input) =>
-      // The iterator's constructor reads the first row: an empty partition emits nothing.
-      if (!input.hasNext) {
-        Iterator.empty
-      } else {
-        val counted = input.map { row => rowsRead += 1; row }
-        new SortBasedAggregationIterator(
-          partIndex,
-          groupingAttributes,
-          inputAttributes,
-          counted,
-          functions,
-          aggregateAttributes,
-          0,
-          resultExpressions,
-          (expressions, schema) => MutableProjection.create(expressions, schema),
-          keys): Iterator[UnsafeRow]
-      }
+      SingleKeyAggregateExec.aggregateSorted(partIndex, input.map { row => rowsRead += 1; row },
+        groupingAttributes, inputAttributes, functions, aggregateAttributes, resultExpressions, keys)
     }
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): SingleKeyAggregateExec =
     copy(child = newChild)
+}
+
+object SingleKeyAggregateExec {
+  /** `functions` with the percentile key buffers' spilled bytes added to `spillSize`. */
+  def withSpillMetric(functions: Seq[AggregateExpression], spillSize: SQLMetric)
+      : Seq[AggregateExpression] = functions.map(_.transformDown {
+    case p: SortedRunPercentile => p.copy(spillSize = Some(spillSize))
+  }.asInstanceOf[AggregateExpression])
+
+  /**
+   * One partition's rows, sorted by the grouping keys (then the value), aggregated one key at a
+   * time by Spark's sort-based aggregation iterator, every function in Complete mode: one row
+   * per key, counted in `keys`.
+   */
+  def aggregateSorted(
+      partIndex: Int,
+      sorted: Iterator[InternalRow],
+      groupingAttributes: Seq[Attribute],
+      inputAttributes: Seq[Attribute],
+      functions: Seq[AggregateExpression],
+      aggregateAttributes: Seq[Attribute],
+      resultExpressions: Seq[NamedExpression],
+      keys: SQLMetric): Iterator[InternalRow] = {
+    // The iterator's constructor reads the first row: an empty partition emits nothing.
+    if (!sorted.hasNext) Iterator.empty
+    else new SortBasedAggregationIterator(partIndex, groupingAttributes, inputAttributes, sorted,
+      functions, aggregateAttributes, 0, resultExpressions,
+      (expressions, schema) => MutableProjection.create(expressions, schema), keys)
+  }
 }

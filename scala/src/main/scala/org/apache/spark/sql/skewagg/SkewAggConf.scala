@@ -27,7 +27,8 @@ object SkewAggConf {
   }
 
   private def listed[T](entry: ConfigEntry[T]): ConfigEntry[T] = {
-    require(valid.contains(entry.key), s"${entry.key} has no valid values: build it with trueOrFalse, intAtLeast, longAtLeast, doubleAtLeast, fraction or bytesAtLeast")
+    require(valid.contains(entry.key), s"${entry.key} has no valid values: build it with " +
+      "trueOrFalse, intAtLeast, longAtLeast, doubleAtLeast, fraction or bytesAtLeast")
     registered :+= entry
     entry
   }
