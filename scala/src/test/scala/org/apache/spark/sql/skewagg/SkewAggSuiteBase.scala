@@ -8,6 +8,7 @@ import org.apache.spark.sql.classic
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AdaptiveSparkPlanHelper}
 import org.apache.spark.sql.internal.{SQLConf, StaticSQLConf}
+import org.apache.spark.util.Utils
 
 /** One local session for every suite in the test JVM, with skewagg registered. */
 object SharedSkewAggSession {
@@ -19,7 +20,8 @@ object SharedSkewAggSession {
     // What skewagg.configure() sets for PySpark: AQE's cost model that knows cheap exchanges.
     .config(SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key, "io.skewagg.SkewAggCostEvaluator")
     .config("spark.ui.enabled", "false")
-    .config("spark.sql.warehouse.dir", java.nio.file.Files.createTempDirectory("skewagg-wh").toString)
+    // Deleted when the test JVM exits (Spark's shutdown hook).
+    .config("spark.sql.warehouse.dir", Utils.createTempDir(namePrefix = "skewagg-wh").toString)
     .getOrCreate()
 
   /** A session on the same SparkContext built without any extension: what vanilla Spark plans. */
