@@ -250,7 +250,8 @@ def main(argv: List[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--scenarios", default="join,join-default-splits,repartition,bucketed,subset-key,distinct")
+    parser.add_argument("--scenarios",
+                        default="join,join-default-splits,repartition,bucketed,subset-key,distinct")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--driver-memory", default="10g")
     args = parser.parse_args(argv)
@@ -376,8 +377,8 @@ def render_holistic(report: dict) -> str:
 
 
 def wall_ratio(r: dict, vanilla: dict) -> str:
-    """Median wall time over vanilla's, then the range of the ratios within each repeat (the two
-    variants ran minutes apart in one repeat, so these pairs share the machine's state)."""
+    """Median wall time over vanilla's, then the range of the ratios within each repeat (there
+    the two variants ran less than a minute apart, so each pair shares the machine's state)."""
     text = f"{r['wall_s'] / vanilla['wall_s']:.2f}"
     pairs = [a / b for a, b in zip(r.get("wall_s_runs", []), vanilla.get("wall_s_runs", []))]
     if len(pairs) > 1 and r is not vanilla:

@@ -1,6 +1,5 @@
 package org.apache.spark.sql.skewagg.bench
 
-import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.{RDDScanExec, SparkPlan}
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.skewagg.FlushingPartialAggregateExec
@@ -20,14 +19,9 @@ import org.apache.spark.sql.skewagg.FlushingPartialAggregateExec
  */
 object FlushingAggregateBench {
   def main(args: Array[String]): Unit = {
-    val spark = SparkSession.builder().master("local[2]")
-      .config("spark.sql.extensions", "io.skewagg.SkewAggExtensions")
-      .config("spark.ui.enabled", "false")
-      .config("spark.sql.adaptive.enabled", "false")
-      .config("spark.sql.autoBroadcastJoinThreshold", "-1")
-      .config("spark.sql.files.maxPartitionBytes", "2MB") // as benchmarks/bench.py
-      .getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    val spark = BenchSession(
+      "spark.sql.adaptive.enabled" -> "false",
+      "spark.sql.autoBroadcastJoinThreshold" -> "-1")
     val base = args(0)
     val dim = spark.read.parquet(s"$base/dim")
     for (data <- args.drop(1)) {

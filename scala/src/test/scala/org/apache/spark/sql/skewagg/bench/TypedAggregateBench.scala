@@ -1,6 +1,5 @@
 package org.apache.spark.sql.skewagg.bench
 
-import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.skewagg.{SkewAggConf, SumOfSquares}
 
@@ -17,15 +16,10 @@ import org.apache.spark.sql.skewagg.{SkewAggConf, SumOfSquares}
  */
 object TypedAggregateBench {
   def main(args: Array[String]): Unit = {
-    val spark = SparkSession.builder().master("local[2]")
-      .config("spark.sql.extensions", "io.skewagg.SkewAggExtensions")
-      .config("spark.ui.enabled", "false")
-      .config("spark.sql.shuffle.partitions", "200")
-      .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
-      .config("spark.sql.files.maxPartitionBytes", "2MB") // as benchmarks/bench.py
-      .config(SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED.key, "true")
-      .getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    val spark = BenchSession(
+      "spark.sql.shuffle.partitions" -> "200",
+      "spark.sql.adaptive.coalescePartitions.enabled" -> "false",
+      SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED.key -> "true")
     val sumOfSquares = udaf(SumOfSquares)
     for (path <- args) {
       val results = for {
