@@ -1,9 +1,5 @@
 package org.apache.spark.sql.skewagg
 
-import java.util.{HashMap => JHashMap}
-
-import scala.jdk.CollectionConverters._
-
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, AttributeReference, Expression, GenericInternalRow, If, MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow}
@@ -22,8 +18,8 @@ import org.apache.spark.sql.types.{DateType, IntegerType, LongType, TimestampNTZ
  * it keeps only the batch's heavy keys (at least 8 times the batch's mean rows per key), merges
  * their rows in place and passes every other row through as a one-row partial, then learns again
  * after `16 x capacity` rows. A hot key therefore leaves a task as a handful of rows, while
- * uniform keys cost one probe of a small map per row (for a key of one integral column and at
- * most 8 heavy keys, a comparison of its value): never a spill, never a hash table of all keys.
+ * uniform keys cost one probe of a small map per row: never a spill, never a hash table of all
+ * keys. A key of one integral column is mapped by its value ([[GroupingKeyMap.ByValue]]).
  * Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
  * buffers), possibly with several rows per key, which the final aggregate merges.
  */
@@ -134,65 +130,29 @@ private class FlushingAggregationIterator(
   }
 
   /**
-   * When the only grouping key is an integral input column: its ordinal, so that rows can be
-   * checked against a few heavy keys by value (see [[HeavyKeys]]).
+   * A new key map for about `keys` keys: by value when the only grouping key is an integral
+   * input column, else by the key's UnsafeRow.
    */
-  private[this] val integralKey: Option[(Int, Boolean)] = groupingExpressions match {
-    case Seq(a: Attribute) =>
+  private[this] val newMap: Int => GroupingKeyMap[Entry] = groupingExpressions match {
+    case Seq(a: Attribute) if inputAttributes.exists(_.exprId == a.exprId) && (a.dataType match {
+        case IntegerType | DateType | LongType | TimestampType | TimestampNTZType => true
+        case _ => false
+      }) =>
       val ordinal = inputAttributes.indexWhere(_.exprId == a.exprId)
-      a.dataType match {
-        case _ if ordinal < 0 => None
-        case IntegerType | DateType => Some((ordinal, true))
-        case LongType | TimestampType | TimestampNTZType => Some((ordinal, false))
-        case _ => None
-      }
-    case _ => None
+      val isInt = a.dataType == IntegerType || a.dataType == DateType
+      keys => new GroupingKeyMap.ByValue[Entry](ordinal, isInt, keys)
+    case _ =>
+      keys => new GroupingKeyMap.ByRow[Entry](groupingProjection, keys)
   }
 
-  /**
-   * The heavy keys kept while passing rows through, by value, when they are few and the key is
-   * one integral column: a row is checked with a comparison or two instead of a projection of
-   * its key and a hash map probe (most rows then are not heavy).
-   */
-  private final class HeavyKeys(ordinal: Int, isInt: Boolean, values: Array[Long],
-      entries: Array[Entry], nullEntry: Entry) {
-    def entryOf(row: InternalRow): Entry = {
-      if (row.isNullAt(ordinal)) return nullEntry
-      val v = integralValue(row, ordinal, isInt)
-      var i = 0
-      while (i < values.length) {
-        if (values(i) == v) return entries(i)
-        i += 1
-      }
-      null
-    }
-  }
-
-  private def integralValue(row: InternalRow, ordinal: Int, isInt: Boolean): Long =
-    if (isInt) row.getInt(ordinal).toLong else row.getLong(ordinal)
-
-  /** [[HeavyKeys]] for the keys in `map` (all heavy), when there are at most 8 of them. */
-  private def heavyKeysOf(map: JHashMap[UnsafeRow, Entry]): HeavyKeys = integralKey match {
-    case Some((ordinal, isInt)) if map.size <= 8 =>
-      val (nulls, nonNull) = map.asScala.toArray.partition(_._1.isNullAt(0))
-      new HeavyKeys(ordinal, isInt, nonNull.map(e => integralValue(e._1, 0, isInt)),
-        nonNull.map(_._2), nulls.headOption.map(_._2).orNull)
-    case _ => null
-  }
-
-  private[this] var map = new JHashMap[UnsafeRow, Entry](capacity * 2)
-  /**
-   * While passing rows through: the map's heavy keys by value, or null (probe the map). Set where
-   * the heavy keys are chosen; read only while not learning.
-   */
-  private[this] var heavyKeys: HeavyKeys = null
+  private[this] var map = newMap(capacity)
   private[this] var learning = true
   private[this] var rowsSinceFlush = 0L
   private[this] var rowsUntilLearning = 0L
   private[this] val scratch = newBuffer()
 
   /** Entries being emitted by a flush (or at the end), and the row that triggered the flush. */
-  private[this] var draining: java.util.Iterator[java.util.Map.Entry[UnsafeRow, Entry]] = null
+  private[this] var draining: GroupingKeyMap.Cursor[Entry] = null
   private[this] var deferred: InternalRow = null
   private[this] var pending: UnsafeRow = null
 
@@ -210,9 +170,8 @@ private class FlushingAggregationIterator(
   private def advance(): Boolean = {
     while (true) {
       if (draining != null) {
-        if (draining.hasNext) {
-          val e = draining.next()
-          pending = generateOutput(e.getKey, e.getValue.buffer)
+        if (draining.advance()) {
+          pending = generateOutput(draining.key, draining.value.buffer)
           return true
         }
         draining = null
@@ -225,8 +184,8 @@ private class FlushingAggregationIterator(
         rowsIn += 1
         if (consume(input.next())) return true
       } else if (!map.isEmpty) {
-        draining = map.entrySet().iterator()
-        map = new JHashMap[UnsafeRow, Entry](capacity * 2)
+        draining = map.cursor()
+        map = newMap(0)
       } else {
         return false
       }
@@ -236,19 +195,8 @@ private class FlushingAggregationIterator(
 
   /** Merges `row` into the map; true when it produced an output row (`pending`) instead. */
   private def consume(row: InternalRow): Boolean = {
-    if (!learning && oneRowPartial.isDefined) {
-      if (map.isEmpty) return passThrough(row, null)
-      if (heavyKeys != null) {
-        val heavy = heavyKeys.entryOf(row)
-        if (heavy == null) return passThrough(row, null)
-        processRow(heavy.buffer, row)
-        heavy.rows += 1
-        rowsSinceFlush += 1
-        return false
-      }
-    }
-    val key = groupingProjection(row)
-    val entry = map.get(key)
+    if (!learning && oneRowPartial.isDefined && map.isEmpty) return passThrough(row)
+    val entry = map.get(row)
     if (entry != null) {
       processRow(entry.buffer, row)
       entry.rows += 1
@@ -258,19 +206,19 @@ private class FlushingAggregationIterator(
       val e = new Entry(newBuffer())
       processRow(e.buffer, row)
       e.rows = 1
-      map.put(key.copy(), e)
+      map.put(row, e)
       rowsSinceFlush += 1
       false
     } else if (learning) {
       flush(row.copy())
       false
     } else {
-      passThrough(row, key)
+      passThrough(row)
     }
   }
 
   /** `row` is not worth a place in the map: its one-row partial is the next output row. */
-  private def passThrough(row: InternalRow, key: UnsafeRow): Boolean = {
+  private def passThrough(row: InternalRow): Boolean = {
     passedThrough += 1
     rowsUntilLearning -= 1
     if (rowsUntilLearning <= 0) {
@@ -282,7 +230,7 @@ private class FlushingAggregationIterator(
       case None =>
         initializeBuffer(scratch)
         processRow(scratch, row)
-        generateOutput(if (key != null) key else groupingProjection(row), scratch)
+        generateOutput(groupingProjection(row), scratch)
     }
     true
   }
@@ -293,19 +241,25 @@ private class FlushingAggregationIterator(
    */
   private def flush(trigger: InternalRow): Unit = {
     flushes += 1
-    val keys = math.max(1, map.size)
-    val reduction = rowsSinceFlush.toDouble / keys
+    val reduction = rowsSinceFlush.toDouble / math.max(1, map.size)
     val emitted = map
-    map = new JHashMap[UnsafeRow, Entry](capacity * 2)
     if (learning && reduction < minReduction) {
       val heavy = 8 * reduction
-      emitted.forEach { (k, e) => if (e.rows >= heavy) map.put(k.copy(), new Entry(newBuffer())) }
+      def heavyKeys(add: UnsafeRow => Unit): Unit = {
+        val c = emitted.cursor()
+        while (c.advance()) if (c.value.rows >= heavy) add(c.key)
+      }
+      var count = 0
+      heavyKeys(_ => count += 1)
+      map = newMap(count)
+      heavyKeys(key => map.putKey(key, new Entry(newBuffer())))
       learning = false
       rowsUntilLearning = 16L * capacity
-      heavyKeys = heavyKeysOf(map)
+    } else {
+      map = newMap(capacity)
     }
     rowsSinceFlush = 0
-    draining = emitted.entrySet().iterator()
+    draining = emitted.cursor()
     deferred = trigger
   }
 }
