@@ -50,6 +50,11 @@ object SkewAggConf {
       checked(builder.intConf, ValidValues(s"an integer of at least $min",
         Seq("abc", "1.5", (min.toLong - 1).toString, "99999999999")), (_: Int) >= min)
 
+    def intBetween(min: Int, max: Int): TypedConfigBuilder[Int] =
+      checked(builder.intConf, ValidValues(s"an integer from $min to $max",
+        Seq("abc", "1.5", (min.toLong - 1).toString, (max.toLong + 1).toString)),
+        (v: Int) => v >= min && v <= max)
+
     def longAtLeast(min: Long): TypedConfigBuilder[Long] =
       checked(builder.longConf, ValidValues(s"an integer of at least $min",
         Seq("abc", "1.5", (min - 1).toString)), (_: Long) >= min)
@@ -180,7 +185,7 @@ object SkewAggConf {
         "holds per task. When its map is full it emits its partial rows instead of spilling, " +
         "so its memory is bounded by this many keys' buffers.")
       .version("0.1.0")
-      .intAtLeast(16)
+      .intBetween(16, 1 << 24)
       .createWithDefault(16384))
 
   val LOCAL_AGGREGATE_MIN_REDUCTION: ConfigEntry[Double] = listed(
