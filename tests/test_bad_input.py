@@ -36,7 +36,7 @@ def test_misspelt_key_warns_naming_the_closest_setting_and_the_job_runs() -> Non
 
 @pytest.mark.parametrize("key, value, valid", [
     ("spark.skewagg.enabled", "yes", "true or false"),
-    ("spark.skewagg.localAggregate.capacity", "8", "an integer of at least 16"),
+    ("spark.skewagg.localAggregate.capacity", "8", "an integer from 16 to 16777216"),
     ("spark.skewagg.skew.minSplitSize", "1 parsec",
      "a size of at least 1b, in bytes or with a unit such as 512k, 16m, 1g"),
 ])
