@@ -138,7 +138,8 @@ case class HotKeySplitAggregateExec(
     val keys = longMetric("numOutputRows")
     val rowsRead = longMetric("numInputRows")
     val sortSpill = longMetric("sortSpillSize")
-    val functions = SingleKeyAggregateExec.withSpillMetric(aggregateExpressions, longMetric("spillSize"))
+    val functions =
+      SingleKeyAggregateExec.withSpillMetric(aggregateExpressions, longMetric("spillSize"))
     val inputAttributes = child.output
     val byKeyAndValue = sortBy(groupingAttributes :+ sortValue)
     val grouping = groupingAttributes
@@ -301,11 +302,12 @@ case class SplitCount(rows: Long, held: Array[Long], buffer: Option[UnsafeRow])
 
 object HotKeySplitAggregateExec {
   /**
-   * `rows` sorted with the external sorter of `sort` (as SortExec runs it); the bytes it spilled
+   * `rows` sorted with the external sorter of `by` (as SortExec runs it); the bytes it spilled
    * are added to `spillSize` and its peak memory to the task's (as SortExec does).
    */
-  def sort(rows: Iterator[InternalRow], sort: SortExec, spillSize: SQLMetric): Iterator[InternalRow] = {
-    val sorter = sort.createSorter()
+  def sort(rows: Iterator[InternalRow], by: SortExec, spillSize: SQLMetric)
+      : Iterator[InternalRow] = {
+    val sorter = by.createSorter()
     val taskMetrics = TaskContext.get().taskMetrics()
     val spilledBefore = taskMetrics.memoryBytesSpilled
     val sorted = sorter.sort(rows.asInstanceOf[Iterator[UnsafeRow]]) // reads all rows first

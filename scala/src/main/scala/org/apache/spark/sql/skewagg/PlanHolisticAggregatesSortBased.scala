@@ -108,8 +108,8 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
     val collects = functions.exists { case _: CollectList | _: CollectSet => true; case _ => false }
     val typed = functions.exists(_.isInstanceOf[ScalaAggregator[_, _, _]])
     val collect = SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_COLLECT_ENABLED)
-    (!collects || collect) && ((collects && collect) ||
-      (typed && SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED)))
+    val typedOn = SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED)
+    (!collects || collect) && (collects || (typed && typedOn))
   }
 
   private def build(

@@ -58,7 +58,8 @@ case class SingleKeyAggregateExec(
   override protected def doExecute(): RDD[InternalRow] = {
     val keys = longMetric("numOutputRows")
     val rowsRead = longMetric("numInputRows")
-    val functions = SingleKeyAggregateExec.withSpillMetric(aggregateExpressions, longMetric("spillSize"))
+    val functions =
+      SingleKeyAggregateExec.withSpillMetric(aggregateExpressions, longMetric("spillSize"))
     val inputAttributes = child.output
     child.execute().mapPartitionsWithIndexInternal { (partIndex, input) =>
       SingleKeyAggregateExec.aggregateSorted(partIndex, input.map { row => rowsRead += 1; row },

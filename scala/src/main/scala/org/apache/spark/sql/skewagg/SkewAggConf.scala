@@ -28,7 +28,7 @@ object SkewAggConf {
 
   private def listed[T](entry: ConfigEntry[T]): ConfigEntry[T] = {
     require(valid.contains(entry.key), s"${entry.key} has no valid values: build it with " +
-      "trueOrFalse, intAtLeast, longAtLeast, doubleAtLeast, fraction or bytesAtLeast")
+      "trueOrFalse, intAtLeast, intBetween, longAtLeast, doubleAtLeast, fraction or bytesAtLeast")
     registered :+= entry
     entry
   }
