@@ -17,9 +17,17 @@ import org.apache.spark.sql.types.{DateType, IntegerType, LongType, TimestampNTZ
  * key kept. When that reduction is at least `minReduction` it goes on learning; when it is lower,
  * it keeps only the batch's heavy keys (at least 8 times the batch's mean rows per key), merges
  * their rows in place and passes every other row through as a one-row partial, then learns again
- * after `16 x capacity` rows. A hot key therefore leaves a task as a handful of rows, while
+ * after `16 x capacity` rows, twice as many after each relearning that passes rows through again
+ * (at most `256 x capacity`). A hot key therefore leaves a task as a handful of rows, while
  * uniform keys cost one probe of a small map per row: never a spill, never a hash table of all
  * keys. A key of one integral column is mapped by its value ([[GroupingKeyMap.ByValue]]).
+ *
+ * Learning again decides early, at a quarter of the map (when that is at least 1024 keys), when
+ * the keys other than the heavy ones merged fewer than `1 + (minReduction - 1) / 10` rows per
+ * key: for uniform keys such a quarter batch means the whole batch would reduce less than
+ * `minReduction`, so its other three quarters would only cost map probes. The first batch of a
+ * task always fills the map: keys that come in cycles longer than a quarter map (each customer
+ * once per day, say) repeat only later.
  * Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
  * buffers), possibly with several rows per key, which the final aggregate merges.
  */
@@ -41,7 +49,8 @@ case class FlushingPartialAggregateExec(
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "partial rows emitted"),
     "numFlushes" -> SQLMetrics.createMetric(sparkContext, "flushes of the key map"),
     "numPassedThrough" -> SQLMetrics.createMetric(sparkContext,
-      "rows passed through (reduction too low)"))
+      "rows passed through (reduction too low)"),
+    "numLearnedRows" -> SQLMetrics.createMetric(sparkContext, "rows merged while learning"))
 
   override def simpleString(maxFields: Int): String =
     s"FlushingPartialAggregate(keys=${groupingExpressions.map(_.name).mkString("[", ", ", "]")}, " +
@@ -49,8 +58,8 @@ case class FlushingPartialAggregateExec(
       s"capacity=$capacity)"
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val m = (longMetric("numInputRows"), longMetric("numOutputRows"), longMetric("numFlushes"),
-      longMetric("numPassedThrough"))
+    val m = FlushingMetrics(longMetric("numInputRows"), longMetric("numOutputRows"),
+      longMetric("numFlushes"), longMetric("numPassedThrough"), longMetric("numLearnedRows"))
     val input = child.output
     child.execute().mapPartitionsWithIndexInternal { (partIndex, rows) =>
       if (!rows.hasNext) Iterator.empty
@@ -72,6 +81,10 @@ object FlushingPartialAggregateExec {
     partial.resultExpressions, capacity, minReduction, partial.child)
 }
 
+private case class FlushingMetrics(
+    rowsIn: SQLMetric, rowsOut: SQLMetric, flushes: SQLMetric, passedThrough: SQLMetric,
+    learned: SQLMetric)
+
 /** Per task: the map, the flushes and the pass-through mode of [[FlushingPartialAggregateExec]]. */
 private class FlushingAggregationIterator(
     partIndex: Int,
@@ -84,11 +97,11 @@ private class FlushingAggregationIterator(
     newMutableProjection: (Seq[Expression], Seq[Attribute]) => MutableProjection,
     capacity: Int,
     minReduction: Double,
-    metrics: (SQLMetric, SQLMetric, SQLMetric, SQLMetric))
+    metrics: FlushingMetrics)
   extends AggregationIterator(partIndex, groupingExpressions, inputAttributes,
     aggregateExpressions, aggregateAttributes, 0, resultExpressions, newMutableProjection) {
 
-  private[this] val (rowsIn, rowsOut, flushes, passedThrough) = metrics
+  private[this] val FlushingMetrics(rowsIn, rowsOut, flushes, passedThrough, learned) = metrics
 
   /** A key's buffer and the rows merged into it since the last flush. */
   private final class Entry(val buffer: InternalRow) { var rows: Long = 0 }
@@ -149,6 +162,12 @@ private class FlushingAggregationIterator(
   private[this] var learning = true
   private[this] var rowsSinceFlush = 0L
   private[this] var rowsUntilLearning = 0L
+  /** Rows passed through before learning again: doubles while relearning finds the same. */
+  private[this] var relearnAfter = 16L * capacity
+  /** The map size at which a relearning batch may decide early (0: never). */
+  private[this] val earlyDecisionAt = if (capacity / 4 >= 1024) capacity / 4 else 0
+  private[this] var relearning = false
+  private[this] val earlyMaxReduction = 1 + (minReduction - 1) / 10
   private[this] val scratch = newBuffer()
 
   /** Entries being emitted by a flush (or at the end), and the row that triggered the flush. */
@@ -184,6 +203,8 @@ private class FlushingAggregationIterator(
         rowsIn += 1
         if (consume(input.next())) return true
       } else if (!map.isEmpty) {
+        if (learning) learned += rowsSinceFlush
+        rowsSinceFlush = 0
         draining = map.cursor()
         map = newMap(0)
       } else {
@@ -208,9 +229,13 @@ private class FlushingAggregationIterator(
       e.rows = 1
       map.put(row, e)
       rowsSinceFlush += 1
+      if (relearning && map.size == earlyDecisionAt &&
+          restReduction(heavyThreshold) < earlyMaxReduction) {
+        flush(null, passThroughNext = true)
+      }
       false
     } else if (learning) {
-      flush(row.copy())
+      flush(row.copy(), passThroughNext = rowsSinceFlush < minReduction * map.size)
       false
     } else {
       passThrough(row)
@@ -222,8 +247,9 @@ private class FlushingAggregationIterator(
     passedThrough += 1
     rowsUntilLearning -= 1
     if (rowsUntilLearning <= 0) {
-      flush(null) // the heavy keys' buffers, then learn afresh
+      flush(null, passThroughNext = false) // the heavy keys' buffers, then learn afresh
       learning = true
+      relearning = true
     }
     pending = oneRowPartial match {
       case Some(projection) => projection(row)
@@ -235,16 +261,27 @@ private class FlushingAggregationIterator(
     true
   }
 
+  /** A batch's heavy keys merged at least this many rows: 8 times its mean rows per key. */
+  private def heavyThreshold: Double = 8.0 * rowsSinceFlush / math.max(1, map.size)
+
+  /** Rows per key merged by the batch's keys that are not heavy. */
+  private def restReduction(heavy: Double): Double = {
+    var keys, rows = 0L
+    val c = map.cursor()
+    while (c.advance()) if (c.value.rows < heavy) { keys += 1; rows += c.value.rows }
+    rows.toDouble / math.max(1, keys)
+  }
+
   /**
-   * Emits the map. After a batch that reduced too little, keeps the heavy keys' places (their
-   * buffers are emitted and renewed) and stops learning for a while.
+   * Emits the map. When a learning batch reduced too little (`passThroughNext`), keeps the heavy
+   * keys' places (their buffers are emitted and renewed) and stops learning for a while.
    */
-  private def flush(trigger: InternalRow): Unit = {
+  private def flush(trigger: InternalRow, passThroughNext: Boolean): Unit = {
     flushes += 1
-    val reduction = rowsSinceFlush.toDouble / math.max(1, map.size)
+    if (learning) learned += rowsSinceFlush
     val emitted = map
-    if (learning && reduction < minReduction) {
-      val heavy = 8 * reduction
+    if (passThroughNext) {
+      val heavy = heavyThreshold
       def heavyKeys(add: UnsafeRow => Unit): Unit = {
         val c = emitted.cursor()
         while (c.advance()) if (c.value.rows >= heavy) add(c.key)
@@ -254,8 +291,13 @@ private class FlushingAggregationIterator(
       map = newMap(count)
       heavyKeys(key => map.putKey(key, new Entry(newBuffer())))
       learning = false
-      rowsUntilLearning = 16L * capacity
+      rowsUntilLearning = relearnAfter
+      relearnAfter = math.min(2 * relearnAfter, 256L * capacity)
     } else {
+      if (learning) {
+        relearnAfter = 16L * capacity
+        relearning = false
+      }
       map = newMap(capacity)
     }
     rowsSinceFlush = 0

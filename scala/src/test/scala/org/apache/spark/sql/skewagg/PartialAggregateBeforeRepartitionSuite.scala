@@ -153,6 +153,54 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
     }
   }
 
+  /**
+   * One partition of `rows` rows: with `hot`, 30% on key 0 and the others unique; without, keys
+   * 1 to `keys` in a cycle (every key once, then again).
+   */
+  private def onePartition(s: SparkSession, rows: Long, hot: Boolean, keys: Long = 0)
+      : DataFrame = s.range(0, rows, 1, 1).select(
+    (if (hot) when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1)
+    else col("id") % keys + 1).as("k"),
+    (col("id") / 7.0).as("v"))
+
+  private def flushingMetrics(d: Differential): Seq[Map[String, Long]] =
+    for (adaptive <- Seq(false, true)) yield {
+      val Seq(op) = flushing(d, adaptive)
+      op.metrics.map { case (name, m) => name -> m.value }
+    }
+
+  test("without the hint: relearning decides at a quarter map, the first batch fills it") {
+    // A map of 4096 keys, so relearning may decide at 1024. Hot key 0 and unique others: the
+    // first batch holds 4096 keys (5,851 rows), then 65,536 rows pass through and relearning
+    // stops at 1024 keys (about 1,460 rows) instead of another 5,851.
+    val capacity = SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096"
+    val hot = differential(s => onePartition(s, 200000, hot = true).repartition(col("k"))
+      .groupBy("k").agg(sum("v"), count(lit(1))), capacity)
+    assertRewritten(hot)
+    for (m <- flushingMetrics(hot)) {
+      assert(m("numLearnedRows") > 5851 && m("numLearnedRows") < 5851 + 2000, m)
+      assert(m("numOutputRows") < m("numInputRows") * 0.8, m)
+    }
+    // 3000 keys in a cycle: no key repeats within the first quarter map, but the first batch
+    // fills on, sees every key repeat and merges every row.
+    val cyclic = differential(s => onePartition(s, 60000, hot = false, keys = 3000)
+      .repartition(col("k")).groupBy("k").agg(sum("v")), capacity)
+    for (m <- flushingMetrics(cyclic)) {
+      assert(m("numPassedThrough") == 0 && m("numOutputRows") == 3000, m)
+    }
+  }
+
+  test("without the hint: relearning that passes rows through again waits twice as long") {
+    // A map of 64 keys and unique keys: every learning batch passes the rows after it through,
+    // for 1024 rows, then 2048, ... up to 16384. At a fixed 1024 it would flush about 180 times.
+    val d = differential(s => onePartition(s, 100000, hot = false, keys = 1000000)
+      .repartition(col("k")).groupBy("k").agg(sum("v")),
+      SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "64")
+    for (m <- flushingMetrics(d)) {
+      assert(m("numFlushes") < 30 && m("numPassedThrough") > 99000, m)
+    }
+  }
+
   test("without the hint: single and multiple DISTINCTs, subset keys") {
     assertRewritten(differential(s => skewed(s).repartition(col("k")).groupBy("k")
       .agg(countDistinct("i"), sum("v"))))
