@@ -22,12 +22,13 @@ import org.apache.spark.sql.types.{DateType, IntegerType, LongType, TimestampNTZ
  * uniform keys cost one probe of a small map per row: never a spill, never a hash table of all
  * keys. A key of one integral column is mapped by its value ([[GroupingKeyMap.ByValue]]).
  *
- * Learning again decides early, at a quarter of the map (when that is at least 1024 keys), when
+ * Relearning decides early, at a quarter of the map (when that is at least 1024 keys), when
  * the keys other than the heavy ones merged fewer than `1 + (minReduction - 1) / 10` rows per
  * key: for uniform keys such a quarter batch means the whole batch would reduce less than
  * `minReduction`, so its other three quarters would only cost map probes. The first batch of a
  * task always fills the map: keys that come in cycles longer than a quarter map (each customer
  * once per day, say) repeat only later.
+ *
  * Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
  * buffers), possibly with several rows per key, which the final aggregate merges.
  */
