@@ -7,7 +7,6 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression,
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.aggregate.{AggregationIterator, BaseAggregateExec}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
-import org.apache.spark.sql.types.{DateType, IntegerType, LongType, TimestampNTZType, TimestampType}
 
 /**
  * A partial aggregate that flushes instead of spilling, and aggregates only where it pays.
@@ -143,21 +142,8 @@ private class FlushingAggregationIterator(
     }
   }
 
-  /**
-   * A new key map for about `keys` keys: by value when the only grouping key is an integral
-   * input column, else by the key's UnsafeRow.
-   */
-  private[this] val newMap: Int => GroupingKeyMap[Entry] = groupingExpressions match {
-    case Seq(a: Attribute) if inputAttributes.exists(_.exprId == a.exprId) && (a.dataType match {
-        case IntegerType | DateType | LongType | TimestampType | TimestampNTZType => true
-        case _ => false
-      }) =>
-      val ordinal = inputAttributes.indexWhere(_.exprId == a.exprId)
-      val isInt = a.dataType == IntegerType || a.dataType == DateType
-      keys => new GroupingKeyMap.ByValue[Entry](ordinal, isInt, keys)
-    case _ =>
-      keys => new GroupingKeyMap.ByRow[Entry](groupingProjection, keys)
-  }
+  private[this] val newMap: Int => GroupingKeyMap[Entry] =
+    GroupingKeyMap.constructor(groupingExpressions, inputAttributes, groupingProjection)
 
   private[this] var map = newMap(capacity)
   private[this] var learning = true

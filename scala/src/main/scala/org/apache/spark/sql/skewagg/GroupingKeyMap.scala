@@ -3,7 +3,8 @@ package org.apache.spark.sql.skewagg
 import java.util.{HashMap => JHashMap}
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, NamedExpression, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.types.{DateType, IntegerType, LongType, TimestampNTZType, TimestampType}
 
 /**
  * The grouping key → state map of [[FlushingPartialAggregateExec]]. In general it is keyed by the
@@ -30,6 +31,30 @@ private[skewagg] abstract class GroupingKeyMap[V <: AnyRef] {
 }
 
 private[skewagg] object GroupingKeyMap {
+
+  /**
+   * Makes maps for about `keys` keys of `grouping` over rows of `input`: by value when the only
+   * grouping key is an integral input column (int and date read as ints, long and timestamps as
+   * longs), else by the key's UnsafeRow as `project` computes it from an input row.
+   */
+  def constructor[V <: AnyRef](grouping: Seq[NamedExpression], input: Seq[Attribute],
+      project: UnsafeProjection): Int => GroupingKeyMap[V] = {
+    val byValue = grouping match {
+      case Seq(a: Attribute) =>
+        val ordinal = input.indexWhere(_.exprId == a.exprId)
+        a.dataType match {
+          case _ if ordinal < 0 => None
+          case IntegerType | DateType => Some((ordinal, true))
+          case LongType | TimestampType | TimestampNTZType => Some((ordinal, false))
+          case _ => None
+        }
+      case _ => None
+    }
+    byValue match {
+      case Some((ordinal, isInt)) => keys => new ByValue[V](ordinal, isInt, keys)
+      case None => keys => new ByRow[V](project, keys)
+    }
+  }
 
   /** `advance()` then `key` (a grouping-key row, valid until the next advance) and `value`. */
   trait Cursor[V] {

@@ -82,9 +82,6 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
         |GROUP BY f.k, d.attr HAVING count(*) > 2""".stripMargin)))
   }
 
-  private def flushing(d: Differential, adaptive: Boolean): Seq[FlushingPartialAggregateExec] =
-    nodes[FlushingPartialAggregateExec](d.plan(on = true, adaptive))
-
   private def metric(op: FlushingPartialAggregateExec, name: String): Long = op.metrics(name).value
 
   test("without the hint: a flushing local aggregate, for every family it takes") {

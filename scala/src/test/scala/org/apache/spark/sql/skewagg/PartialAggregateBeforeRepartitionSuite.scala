@@ -134,9 +134,6 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
       SkewAggConf.REPARTITION_ENABLED.key -> "false"))
   }
 
-  private def flushing(d: Differential, adaptive: Boolean): Seq[FlushingPartialAggregateExec] =
-    nodes[FlushingPartialAggregateExec](d.plan(on = true, adaptive))
-
   test("without the hint: a flushing partial aggregate before the user's shuffle") {
     for (ansi <- Seq("false", "true")) {
       // A map of 64 keys: the 500 other keys pass through, key 0 and the null key are merged.

@@ -108,6 +108,10 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
   /** The nodes of `plan` (through adaptive query stages) that are instances of `T`. */
   protected def nodes[T <: SparkPlan](plan: SparkPlan)(implicit tag: scala.reflect.ClassTag[T])
       : Seq[T] = collect(plan) { case p: T => p }
+
+  /** The flushing local aggregates in skewagg's plan of `d`. */
+  protected def flushing(d: Differential, adaptive: Boolean): Seq[FlushingPartialAggregateExec] =
+    nodes[FlushingPartialAggregateExec](d.plan(on = true, adaptive))
 }
 
 /** Order-insensitive row comparison with a relative tolerance for floating point values. */

@@ -68,7 +68,7 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
         .repartition(col("k")).groupBy("k").agg(countDistinct("w"), sum("d"), variance("i")),
         conf :+ (SQLConf.COALESCE_PARTITIONS_ENABLED.key -> adaptiveCoalesce): _*)
       assert(splitMarkers(d, adaptive = true).isEmpty, d.plan(on = true, adaptive = true))
-      assert(nodes[FlushingPartialAggregateExec](d.plan(on = true, adaptive = true)).nonEmpty)
+      assert(flushing(d, adaptive = true).nonEmpty)
     }
   }
 
