@@ -3,6 +3,7 @@ package org.apache.spark.sql.skewagg
 import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Partial, PartialMerge}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.{ExpandExec, FilterExec, InputAdapter, ProjectExec, SparkPlan, WholeStageCodegenExec}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, QueryStageExec}
 import org.apache.spark.sql.execution.aggregate.{BaseAggregateExec, HashAggregateExec, ObjectHashAggregateExec, SortAggregateExec}
@@ -83,20 +84,32 @@ object PartialAggregates {
     math.max(requested, bypass + 1)
   }
 
+  /** Marks the exchanges a plan had before a rewrite; copies of a node keep its tags. */
+  private val ExistingExchange = TreeNodeTag[Unit]("skewagg.existingExchange")
+
   /**
-   * `rewritten` with the exchanges its distribution requirements now need, if every exchange
-   * that adds (and at least `minAdded`) is cheap; otherwise None, and the caller keeps `original`.
+   * `rewrite(original)` with the exchanges its distribution requirements now need, if every
+   * exchange that adds (and at least `minAdded`) is cheap; otherwise (or when the rewrite changed
+   * nothing) `original`. An exchange of `original` stays itself even where the rewrite gave it a
+   * new child, and so a new instance (above a union, say).
    */
-  def withCheapExchanges(original: SparkPlan, rewritten: SparkPlan, minAdded: Int): Option[SparkPlan] = {
+  def withCheapExchanges(original: SparkPlan, minAdded: Int)(rewrite: SparkPlan => SparkPlan): SparkPlan = {
+    original.foreach {
+      case e: ShuffleExchangeLike => e.setTagValue(ExistingExchange, ())
+      case _ =>
+    }
+    val rewritten = rewrite(original)
+    if (rewritten.fastEquals(original)) return original
     // Only cheap exchanges may be added (checked below), so their partition count is ours to set.
     val conf = SQLConf.get.clone()
     conf.setConf(SQLConf.SHUFFLE_PARTITIONS, cheapExchangePartitions(conf.numShufflePartitions))
     val ensured = SQLConf.withExistingConf(conf) {
       EnsureRequirements(optimizeOutRepartition = false).apply(rewritten)
     }
-    val before = original.collect { case e: ShuffleExchangeLike => e }
-    val added = ensured.collect { case e: ShuffleExchangeLike => e }.filterNot(e => before.exists(_ eq e))
-    if (added.size >= minAdded && added.forall(isCheapExchange)) Some(ensured) else None
+    val added = ensured.collect {
+      case e: ShuffleExchangeLike if e.getTagValue(ExistingExchange).isEmpty => e
+    }
+    if (added.size >= minAdded && added.forall(isCheapExchange)) ensured else original
   }
 
   /**

@@ -202,8 +202,9 @@ object SkewAggConf {
   val BUCKETED_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.bucketed.enabled")
       .doc("When an aggregate reads a bucketed table on its grouping keys and the bucket file " +
-        "sizes are skewed (spark.skewagg.skew.*), read that table without bucketing so the hot " +
-        "bucket's files are split across tasks, and exchange the partial aggregates instead. " +
+        "sizes are skewed (spark.skewagg.skew.*), read the skewed buckets without bucketing, " +
+        "so their files are split across tasks, and exchange only their partial aggregates; " +
+        "the other buckets are aggregated as before. " +
         "Decided at planning from file sizes, with and without adaptive execution.")
       .version("0.1.0")
       .trueOrFalse

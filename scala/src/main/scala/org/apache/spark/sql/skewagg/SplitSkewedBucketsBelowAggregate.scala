@@ -1,67 +1,134 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{ColumnarRule, FileSourceScanExec, SparkPlan}
+import org.apache.spark.sql.execution.{ColumnarRule, ExpandExec, FileSourceScanExec, FilterExec, ProjectExec, SortExec, SparkPlan, UnionExec}
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.datasources.BucketingUtils
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
+import org.apache.spark.util.collection.BitSet
 
 /**
  * Physical rule, run once the plan's exchanges are in place (adaptive: query-stage preparation;
  * otherwise: before columnar transitions, the only later hook; see [[PlanColumnarHook]]).
  *
- * Matches: a partial aggregate over a bucketed file scan (through Project, Filter or Expand)
- * whose final aggregate relies on the bucketing instead of an exchange, where the bucket file
- * sizes, known at planning, are skewed by skewagg's thresholds (or the aggregate has the SKEW_AGG
- * hint): the hot bucket is read,
- * partially and finally aggregated by one task.
+ * Matches: the aggregates Spark planned for one aggregate over a bucketed file scan, through
+ * Project, Filter, Expand and Sort only (no exchange), the top one relying on the bucketing for
+ * its distribution instead of an exchange, where the bucket file sizes, known at planning, are
+ * skewed by skewagg's thresholds (`spark.skewagg.skew.*`) or the aggregate has the SKEW_AGG
+ * hint: the hot bucket is read, partially and finally aggregated by one task. Only one aggregate's operators: adaptive
+ * execution re-plans a materialized stage's part of the plan from the first physical node linked
+ * to that stage's logical aggregate, which must be the union (tested with an aggregate above).
  *
- * Produces: the same scan without bucketing, so the hot bucket's files are split across tasks
- * like any other files; the partial aggregate on each split; an exchange of the partial results on
- * the grouping keys before the final aggregate.
+ * Produces: a union of the same operators twice. Once over the buckets that are not skewed, read
+ * bucketed as before (no exchange); once over the skewed buckets, read without bucketing so their
+ * files are split across tasks like any other files, with the partial aggregate on each split and
+ * an exchange of the partial results on the grouping keys (one partition per skewed bucket)
+ * before the final aggregate. Buckets
+ * partition the grouping keys (every aggregate relying on them groups by the bucket columns), so
+ * no group has rows on both sides of the union and the union is exact. With the hint and no
+ * skewed bucket, every bucket is read unbucketed (no union).
  *
- * Refuses when skewagg or `spark.skewagg.bucketed.enabled` is off, the aggregate has the
- * NO_SKEW_AGG hint, the buckets are not skewed and there is no SKEW_AGG hint,
- * or any exchange it would add is not directly above a partial aggregate (for example when the
- * scan also feeds a join that needs its bucketing).
+ * Refuses when skewagg or `spark.skewagg.bucketed.enabled` is off, an aggregate has the
+ * NO_SKEW_AGG hint, the buckets are not skewed and there is no SKEW_AGG hint, or any exchange
+ * the rewrite needs is not directly above a partial aggregate (for example when the aggregate's
+ * bucketed output partitioning feeds a join that needs it, which a union does not keep).
  */
 case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[SparkPlan] {
   import PartialAggregates._
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf, SkewAggConf.BUCKETED_ENABLED)) return plan
-    val unbucketed = plan.transformDown {
-      case partial @ SkewedBucketedScanBelow(skew) =>
-        val reason = if (skew.nonEmpty) SkewAggLocalStageExec.describe("bucket", skew)
-          else "SKEW_AGG hint"
-        val plain = partial.transformDown {
-          case scan: FileSourceScanExec if scan.bucketedScan =>
-            val plain = scan.copy(disableBucketedScan = true)
-            scan.logicalLink.foreach(plain.setLogicalLink)
-            plain
-        }
-        SkewAggLocalStageExec.mark(plain, s"skewed buckets read unbucketed: $reason", skew.skewed.size)
-    }
-    if (unbucketed.fastEquals(plan)) plan
-    else withCheapExchanges(plan, unbucketed, minAdded = 1).getOrElse(plan)
+    withCheapExchanges(plan, minAdded = 1)(splitSkewedBuckets)
+  }
+
+  /** `plan` with the topmost aggregate chain over a skewed bucketed scan split (not below it). */
+  private def splitSkewedBuckets(plan: SparkPlan): SparkPlan = plan match {
+    case top @ AggregatesOverBucketedScan(scan, aggregates)
+        if top.isInstanceOf[BaseAggregateExec] && relies(top) && top.logicalLink.isDefined &&
+          aggregates.forall(_.logicalLink == top.logicalLink) &&
+          aggregates.exists(isBottomPartial) && !aggregates.exists(SkewAggHints.forbidden) =>
+      val skew = SkewedPartitions.find(bucketSizes(scan), conf)
+      if (skew.nonEmpty || aggregates.exists(SkewAggHints.forced)) split(top, aggregates, scan, skew)
+      else top
+    case other => other.withNewChildren(other.children.map(splitSkewedBuckets))
+  }
+
+  private def relies(plan: SparkPlan): Boolean = plan match {
+    case a: BaseAggregateExec => a.requiredChildDistributionExpressions.exists(_.nonEmpty)
+    case _ => false
   }
 
   /**
-   * A partial aggregate over a bucketed scan whose buckets are skewed (or with the SKEW_AGG
-   * hint): the bucket sizes, listed once per partial aggregate.
+   * `top` over the skewed buckets of `scan` read unbucketed (all its buckets when `skew` is
+   * empty: the hint), in a union with `top` over the other buckets read as before.
    */
-  private object SkewedBucketedScanBelow {
-    def unapply(plan: SparkPlan): Option[SkewedPartitions] = plan match {
-      case agg if isBottomPartial(agg) && agg.children.size == 1 && !SkewAggHints.forbidden(agg) =>
-        scanBelow(agg.children.head)
-          .map(scan => SkewedPartitions.find(bucketSizes(scan), conf))
-          .filter(skew => skew.nonEmpty || SkewAggHints.forced(agg))
-      case _ => None
+  private def split(
+      top: SparkPlan,
+      aggregates: Seq[BaseAggregateExec],
+      scan: FileSourceScanExec,
+      skew: SkewedPartitions): SparkPlan = {
+    val buckets = selectedBuckets(scan)
+    val tasks = scan.optionalNumCoalescedBuckets.getOrElse(buckets.length)
+    val skewedTasks = skew.skewed.map(_._1).toSet
+    val (hot, cold) =
+      if (skew.nonEmpty) buckets.partition(b => skewedTasks.contains(b % tasks)) else (buckets, Nil)
+    val reason = if (skew.nonEmpty) SkewAggLocalStageExec.describe("bucket", skew)
+      else "SKEW_AGG hint"
+    // One partition per hot bucket: its final task merges that bucket's partial rows, at most
+    // as many as the bucket's rows that one task read before.
+    val keys = aggregates.filter(relies).last.requiredChildDistributionExpressions.get
+    val unbucketed = withScan(top, scan, readOnly(scan, hot, bucketed = false)).transformUp {
+      case partial if isBottomPartial(partial) && partial.children.size == 1 &&
+          belowRowLocal(partial.children.head).isInstanceOf[FileSourceScanExec] =>
+        ShuffleExchangeExec(HashPartitioning(keys, hot.size), SkewAggLocalStageExec.mark(
+          partial, s"skewed buckets read unbucketed: $reason", skew.skewed.size))
+    }
+    if (cold.isEmpty) unbucketed
+    else {
+      val asBefore = withScan(top, scan, readOnly(scan, cold, bucketed = true))
+      asBefore.foreach {
+        case a: BaseAggregateExec => SkewAggDecisions.record(a, "rewritten: the buckets that " +
+          s"are not skewed, read bucketed as before; the skewed ones ($reason) are read " +
+          "unbucketed in the other branch of a union")
+        case _ =>
+      }
+      val union = UnionExec(Seq(asBefore, unbucketed))
+      // Adaptive execution replaces the logical node of a materialized stage's plan with the
+      // first physical node linked to it: that must be the union, not one of its branches.
+      top.logicalLink.foreach(union.setLogicalLink)
+      union
     }
   }
 
-  private def scanBelow(plan: SparkPlan): Option[FileSourceScanExec] = belowRowLocal(plan) match {
-    case s: FileSourceScanExec if s.bucketedScan => Some(s)
-    case _ => None
+  private def withScan(top: SparkPlan, scan: FileSourceScanExec, replacement: SparkPlan): SparkPlan =
+    top.transformUp { case s: FileSourceScanExec if s eq scan => replacement }
+
+  /** `scan` reading only `buckets`, bucketed (one task per bucket) or split like other files. */
+  private def readOnly(scan: FileSourceScanExec, buckets: Seq[Int], bucketed: Boolean): SparkPlan = {
+    val set = new BitSet(scan.relation.bucketSpec.get.numBuckets)
+    buckets.foreach(set.set)
+    val read = scan.copy(optionalBucketSet = Some(set), disableBucketedScan = !bucketed)
+    scan.logicalLink.foreach(read.setLogicalLink)
+    read
+  }
+
+  /** The buckets `scan` reads (after bucket pruning). */
+  private def selectedBuckets(scan: FileSourceScanExec): Seq[Int] =
+    (0 until scan.relation.bucketSpec.get.numBuckets).filter(b => scan.optionalBucketSet.forall(_.get(b)))
+
+  /**
+   * A chain of single-child aggregates, projections, filters, expansions and sorts ending in a
+   * bucketed file scan: the scan and the chain's aggregates.
+   */
+  private object AggregatesOverBucketedScan {
+    def unapply(plan: SparkPlan): Option[(FileSourceScanExec, Seq[BaseAggregateExec])] = plan match {
+      case s: FileSourceScanExec if s.bucketedScan => Some((s, Nil))
+      case a: BaseAggregateExec => unapply(a.child).map { case (s, aggs) => (s, a +: aggs) }
+      case _: ProjectExec | _: FilterExec | _: ExpandExec | _: SortExec => unapply(plan.children.head)
+      case _ => None
+    }
   }
 
   /** Bytes each task of the bucketed scan would read, as Spark groups files into buckets. */

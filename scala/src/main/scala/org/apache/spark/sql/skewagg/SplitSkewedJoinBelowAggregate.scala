@@ -46,7 +46,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
         if (isCandidate(p)) SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
       return plan
     }
-    val split = plan.transformDown {
+    withCheapExchanges(plan, minAdded = 0)(_.transformDown {
       case partial if isCandidate(partial) =>
         val split = splitJoinBelow(partial)
         if (split.fastEquals(partial)) {
@@ -60,9 +60,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
               SkewAggLocalStageExec.describe("partition", skew),
             skew.skewed.size)
         }
-    }
-    if (split.fastEquals(plan)) plan
-    else withCheapExchanges(plan, split, minAdded = 0).getOrElse(plan)
+    })
   }
 
   /** A partial aggregate reading a not-yet-split shuffled join whose inputs show skew. */

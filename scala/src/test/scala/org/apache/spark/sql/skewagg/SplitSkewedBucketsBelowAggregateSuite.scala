@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg
 
 import org.scalatest.BeforeAndAfterAll
 
-import org.apache.spark.sql.execution.FileSourceScanExec
+import org.apache.spark.sql.execution.{FileSourceScanExec, UnionExec}
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
@@ -32,24 +32,90 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
   private def bucketedScans(d: Differential, on: Boolean, adaptive: Boolean): Int =
     nodes[FileSourceScanExec](d.plan(on, adaptive)).count(_.bucketedScan)
 
+  /** The buckets each scan reads unbucketed (None: all of them). */
+  private def unbucketedReads(d: Differential, adaptive: Boolean): Seq[Option[Seq[Int]]] =
+    nodes[FileSourceScanExec](d.plan(on = true, adaptive)).filterNot(_.bucketedScan)
+      .map(_.optionalBucketSet.map(set => (0 until 16).filter(set.get)))
+
   private def cheapExchanges(d: Differential, on: Boolean, adaptive: Boolean): Int =
     nodes[ShuffleExchangeLike](d.plan(on, adaptive)).count(PartialAggregates.isCheapExchange)
 
-  test("skewed buckets: the scan is read unbucketed and partials are exchanged") {
-    val d = differential(s => s.table("bucketed_skewed").groupBy("k")
-      .agg(sum("v"), count(lit(1)), avg("d"), countDistinct("i")), bucketConf: _*)
-    for (adaptive <- Seq(false, true)) {
-      assert(bucketedScans(d, on = false, adaptive) == 1)
-      assert(bucketedScans(d, on = true, adaptive) == 0, d.plan(on = true, adaptive))
-      assert(cheapExchanges(d, on = true, adaptive) > cheapExchanges(d, on = false, adaptive))
-    }
+  /** The bucket (of 16) holding key 0, the hot key of the skewed table. */
+  private lazy val hotBucket: Int = spark.range(1).select(
+    pmod(hash(lit(0L)), lit(16))).head().getInt(0)
+
+  /**
+   * The rewrite: the hot bucket alone is read unbucketed, the other 15 bucketed as before; a
+   * union of the two; partials exchanged only above the unbucketed read.
+   */
+  private def assertHotBucketSplit(d: Differential): Unit = for (adaptive <- Seq(false, true)) {
+    val plan = d.plan(on = true, adaptive)
+    assert(bucketedScans(d, on = false, adaptive) == 1)
+    assert(unbucketedReads(d, adaptive) == Seq(Some(Seq(hotBucket))), plan)
+    val Seq(bucketed) = nodes[FileSourceScanExec](plan).filter(_.bucketedScan)
+    assert(bucketed.optionalBucketSet.exists(set => (0 until 16).count(set.get) == 15 &&
+      !set.get(hotBucket)), plan)
+    assert(nodes[UnionExec](plan).size == 1, plan)
+    assert(cheapExchanges(d, on = true, adaptive) > cheapExchanges(d, on = false, adaptive))
+  }
+
+  test("skewed buckets: only the hot bucket is read unbucketed and its partials exchanged") {
+    assertHotBucketSplit(differential(s => s.table("bucketed_skewed").groupBy("k")
+      .agg(sum("v"), count(lit(1)), avg("d"), countDistinct("i")), bucketConf: _*))
   }
 
   test("grouping by the bucket key and another column, with a filter") {
-    val d = differential(s => s.table("bucketed_skewed").where(col("i") =!= 2)
-      .groupBy("k", "i").agg(sum("v")), bucketConf: _*)
+    assertHotBucketSplit(differential(s => s.table("bucketed_skewed").where(col("i") =!= 2)
+      .groupBy("k", "i").agg(sum("v")), bucketConf: _*))
+  }
+
+  test("a global aggregate above: the union feeds its existing exchange") {
+    val d = differential(s => s.table("bucketed_skewed").groupBy("k").agg(sum("v").as("s"))
+      .agg(count(lit(1)), sum("s")), bucketConf: _*)
     for (adaptive <- Seq(false, true)) {
-      assert(bucketedScans(d, on = true, adaptive) == 0, d.plan(on = true, adaptive))
+      assert(unbucketedReads(d, adaptive) == Seq(Some(Seq(hotBucket))), d.plan(on = true, adaptive))
+      assert(nodes[UnionExec](d.plan(on = true, adaptive)).size == 1)
+    }
+  }
+
+  test("a second aggregate on the bucket key above: only the lower one is split") {
+    // Both rely on the bucketing; the union holds only the lower one's operators, and the upper
+    // one gets an exchange of its own partials.
+    val d = differential(s => s.table("bucketed_skewed").groupBy("k").agg(sum("v").as("s"))
+      .groupBy("k").agg(max("s")), bucketConf: _*)
+    for (adaptive <- Seq(false, true)) {
+      assert(unbucketedReads(d, adaptive) == Seq(Some(Seq(hotBucket))), d.plan(on = true, adaptive))
+      assert(cheapExchanges(d, on = true, adaptive) == 2)
+    }
+  }
+
+  test("bucket pruning: the rewrite reads only the selected buckets") {
+    val d = differential(s => s.table("bucketed_skewed").where(col("k").isin(0L, 1L, 2L, 3L))
+      .groupBy("k").agg(sum("v")), bucketConf: _*)
+    for (adaptive <- Seq(false, true)) {
+      val scans = nodes[FileSourceScanExec](d.plan(on = true, adaptive))
+      val pruned = nodes[FileSourceScanExec](d.plan(on = false, adaptive)).head.optionalBucketSet.get
+      assert(scans.forall(_.optionalBucketSet.forall(set =>
+        (0 until 16).forall(b => !set.get(b) || pruned.get(b)))), d.plan(on = true, adaptive))
+    }
+  }
+
+  test("the SKEW_AGG hint without skew: every bucket is read unbucketed, no union") {
+    val d = differential(s => s.table("bucketed_uniform").groupBy("k").agg(sum("v"))
+      .hint("skew_agg"), bucketConf: _*)
+    for (adaptive <- Seq(false, true)) {
+      assert(unbucketedReads(d, adaptive).size == 1, d.plan(on = true, adaptive))
+      assert(bucketedScans(d, on = true, adaptive) == 0)
+      assert(nodes[UnionExec](d.plan(on = true, adaptive)).isEmpty)
+    }
+  }
+
+  test("left alone: the aggregate's bucketed partitioning feeds a join") {
+    // The join on k reuses both sides' bucketing; a union would not keep it.
+    val d = differential(s => s.table("bucketed_skewed").groupBy("k").agg(sum("v").as("s"))
+      .join(s.table("bucketed_uniform").groupBy("k").agg(max("i").as("m")), "k"), bucketConf: _*)
+    for (adaptive <- Seq(false, true)) {
+      assert(nodes[UnionExec](d.plan(on = true, adaptive)).isEmpty, d.plan(on = true, adaptive))
     }
   }
 
@@ -59,6 +125,15 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
     for (adaptive <- Seq(false, true)) {
       assert(bucketedScans(d, on = true, adaptive) == 1)
       assert(shape(d.plan(on = true, adaptive)) == shape(d.plan(on = false, adaptive)))
+    }
+  }
+
+  test("left alone below spark.skewagg.skew.minPartitionSize") {
+    val d = differential(s => s.table("bucketed_skewed").groupBy("k").agg(sum("v")),
+      bucketConf :+ (SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "1g"): _*)
+    for (adaptive <- Seq(false, true)) {
+      assert(bucketedScans(d, on = true, adaptive) == 1)
+      assert(nodes[UnionExec](d.plan(on = true, adaptive)).isEmpty)
     }
   }
 
