@@ -17,18 +17,18 @@ import org.apache.spark.util.collection.BitSet
  * Project, Filter, Expand and Sort only (no exchange), the top one relying on the bucketing for
  * its distribution instead of an exchange, where the bucket file sizes, known at planning, are
  * skewed by skewagg's thresholds (`spark.skewagg.skew.*`) or the aggregate has the SKEW_AGG
- * hint: the hot bucket is read, partially and finally aggregated by one task. Only one aggregate's operators: adaptive
- * execution re-plans a materialized stage's part of the plan from the first physical node linked
- * to that stage's logical aggregate, which must be the union (tested with an aggregate above).
+ * hint: the hot bucket is read, partially and finally aggregated by one task. Only one
+ * aggregate's operators: adaptive execution re-plans a materialized stage's part of the plan from
+ * the first physical node linked to that stage's logical aggregate, which must be the union
+ * (tested with an aggregate above).
  *
  * Produces: a union of the same operators twice. Once over the buckets that are not skewed, read
  * bucketed as before (no exchange); once over the skewed buckets, read without bucketing so their
  * files are split across tasks like any other files, with the partial aggregate on each split and
  * an exchange of the partial results on the grouping keys (one partition per skewed bucket)
- * before the final aggregate. Buckets
- * partition the grouping keys (every aggregate relying on them groups by the bucket columns), so
- * no group has rows on both sides of the union and the union is exact. With the hint and no
- * skewed bucket, every bucket is read unbucketed (no union).
+ * before the final aggregate. Buckets partition the grouping keys (every aggregate relying on
+ * them groups by the bucket columns), so no group has rows on both sides of the union and the
+ * union is exact. With the hint and no skewed bucket, every bucket is read unbucketed (no union).
  *
  * Refuses when skewagg or `spark.skewagg.bucketed.enabled` is off, an aggregate has the
  * NO_SKEW_AGG hint, the buckets are not skewed and there is no SKEW_AGG hint, or any exchange
@@ -74,6 +74,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     val skewedTasks = skew.skewed.map(_._1).toSet
     val (hot, cold) =
       if (skew.nonEmpty) buckets.partition(b => skewedTasks.contains(b % tasks)) else (buckets, Nil)
+    if (hot.isEmpty) return top // every bucket pruned
     val reason = if (skew.nonEmpty) SkewAggLocalStageExec.describe("bucket", skew)
       else "SKEW_AGG hint"
     // One partition per hot bucket: its final task merges that bucket's partial rows, at most
