@@ -3,7 +3,7 @@ package org.apache.spark.sql.skewagg
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{ColumnarRule, ExpandExec, FileSourceScanExec, FilterExec, ProjectExec, SortExec, SparkPlan, UnionExec}
+import org.apache.spark.sql.execution.{ColumnarRule, FileSourceScanExec, SortExec, SparkPlan, UnionExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.datasources.BucketingUtils
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
@@ -106,9 +106,11 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
   private def withScan(top: SparkPlan, scan: FileSourceScanExec, replacement: SparkPlan): SparkPlan =
     top.transformUp { case s: FileSourceScanExec if s eq scan => replacement }
 
+  private def numBuckets(scan: FileSourceScanExec): Int = scan.relation.bucketSpec.get.numBuckets
+
   /** `scan` reading only `buckets`, bucketed (one task per bucket) or split like other files. */
   private def readOnly(scan: FileSourceScanExec, buckets: Seq[Int], bucketed: Boolean): SparkPlan = {
-    val set = new BitSet(scan.relation.bucketSpec.get.numBuckets)
+    val set = new BitSet(numBuckets(scan))
     buckets.foreach(set.set)
     val read = scan.copy(optionalBucketSet = Some(set), disableBucketedScan = !bucketed)
     scan.logicalLink.foreach(read.setLogicalLink)
@@ -117,25 +119,25 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
 
   /** The buckets `scan` reads (after bucket pruning). */
   private def selectedBuckets(scan: FileSourceScanExec): Seq[Int] =
-    (0 until scan.relation.bucketSpec.get.numBuckets).filter(b => scan.optionalBucketSet.forall(_.get(b)))
+    (0 until numBuckets(scan)).filter(b => scan.optionalBucketSet.forall(_.get(b)))
 
   /**
-   * A chain of single-child aggregates, projections, filters, expansions and sorts ending in a
-   * bucketed file scan: the scan and the chain's aggregates.
+   * A chain of single-child aggregates, sorts and row-local operators ending in a bucketed file
+   * scan: the scan and the chain's aggregates.
    */
   private object AggregatesOverBucketedScan {
     def unapply(plan: SparkPlan): Option[(FileSourceScanExec, Seq[BaseAggregateExec])] = plan match {
       case s: FileSourceScanExec if s.bucketedScan => Some((s, Nil))
       case a: BaseAggregateExec => unapply(a.child).map { case (s, aggs) => (s, a +: aggs) }
-      case _: ProjectExec | _: FilterExec | _: ExpandExec | _: SortExec => unapply(plan.children.head)
+      case s: SortExec => unapply(s.child)
+      case p if belowRowLocal(p) ne p => unapply(belowRowLocal(p))
       case _ => None
     }
   }
 
   /** Bytes each task of the bucketed scan would read, as Spark groups files into buckets. */
   private def bucketSizes(scan: FileSourceScanExec): Array[Long] = {
-    val numBuckets = scan.relation.bucketSpec.map(_.numBuckets).getOrElse(0)
-    val tasks = scan.optionalNumCoalescedBuckets.getOrElse(numBuckets)
+    val tasks = scan.optionalNumCoalescedBuckets.getOrElse(numBuckets(scan))
     val sizes = new Array[Long](tasks)
     scan.selectedPartitions.toPartitionArray.foreach { file =>
       BucketingUtils.getBucketId(file.toPath.getName).foreach { bucket =>

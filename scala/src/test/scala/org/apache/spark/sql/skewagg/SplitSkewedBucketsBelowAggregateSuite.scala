@@ -10,13 +10,14 @@ import org.apache.spark.sql.internal.SQLConf
 import SkewTestData._
 
 class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with BeforeAndAfterAll {
+  private val Buckets = 16
 
   override def beforeAll(): Unit = {
     super.beforeAll()
     for (skewed <- Seq(true, false)) {
       val name = if (skewed) "bucketed_skewed" else "bucketed_uniform"
       spark.sql(s"DROP TABLE IF EXISTS $name")
-      fact(spark, skewed).write.bucketBy(16, "k").format("parquet").saveAsTable(name)
+      fact(spark, skewed).write.bucketBy(Buckets, "k").format("parquet").saveAsTable(name)
     }
   }
 
@@ -35,14 +36,14 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
   /** The buckets each scan reads unbucketed (None: all of them). */
   private def unbucketedReads(d: Differential, adaptive: Boolean): Seq[Option[Seq[Int]]] =
     nodes[FileSourceScanExec](d.plan(on = true, adaptive)).filterNot(_.bucketedScan)
-      .map(_.optionalBucketSet.map(set => (0 until 16).filter(set.get)))
+      .map(_.optionalBucketSet.map(set => (0 until Buckets).filter(set.get)))
 
   private def cheapExchanges(d: Differential, on: Boolean, adaptive: Boolean): Int =
     nodes[ShuffleExchangeLike](d.plan(on, adaptive)).count(PartialAggregates.isCheapExchange)
 
-  /** The bucket (of 16) holding key 0, the hot key of the skewed table. */
+  /** The bucket holding key 0, the hot key of the skewed table. */
   private lazy val hotBucket: Int = spark.range(1).select(
-    pmod(hash(lit(0L)), lit(16))).head().getInt(0)
+    pmod(hash(lit(0L)), lit(Buckets))).head().getInt(0)
 
   /**
    * The rewrite: the hot bucket alone is read unbucketed, the other 15 bucketed as before; a
@@ -53,7 +54,7 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
     assert(bucketedScans(d, on = false, adaptive) == 1)
     assert(unbucketedReads(d, adaptive) == Seq(Some(Seq(hotBucket))), plan)
     val Seq(bucketed) = nodes[FileSourceScanExec](plan).filter(_.bucketedScan)
-    assert(bucketed.optionalBucketSet.exists(set => (0 until 16).count(set.get) == 15 &&
+    assert(bucketed.optionalBucketSet.exists(set => (0 until Buckets).count(set.get) == Buckets - 1 &&
       !set.get(hotBucket)), plan)
     assert(nodes[UnionExec](plan).size == 1, plan)
     assert(cheapExchanges(d, on = true, adaptive) > cheapExchanges(d, on = false, adaptive))
@@ -96,7 +97,7 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
       val scans = nodes[FileSourceScanExec](d.plan(on = true, adaptive))
       val pruned = nodes[FileSourceScanExec](d.plan(on = false, adaptive)).head.optionalBucketSet.get
       assert(scans.forall(_.optionalBucketSet.forall(set =>
-        (0 until 16).forall(b => !set.get(b) || pruned.get(b)))), d.plan(on = true, adaptive))
+        (0 until Buckets).forall(b => !set.get(b) || pruned.get(b)))), d.plan(on = true, adaptive))
     }
   }
 
