@@ -20,6 +20,8 @@ object SharedSkewAggSession {
     // What skewagg.configure() sets for PySpark: AQE's cost model that knows cheap exchanges.
     .config(SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key, "io.skewagg.SkewAggCostEvaluator")
     .config("spark.ui.enabled", "false")
+    // Generated code that does not compile fails the test instead of running without codegen.
+    .config(SQLConf.CODEGEN_FALLBACK.key, "false")
     // Deleted when the test JVM exits (Spark's shutdown hook).
     .config("spark.sql.warehouse.dir", Utils.createTempDir(namePrefix = "skewagg-wh").toString)
     .getOrCreate()
