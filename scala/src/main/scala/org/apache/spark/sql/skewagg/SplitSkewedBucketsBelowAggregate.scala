@@ -46,7 +46,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
   /** `plan` with the topmost aggregate chain over a skewed bucketed scan split (not below it). */
   private def splitSkewedBuckets(plan: SparkPlan): SparkPlan = plan match {
     case top @ AggregatesOverBucketedScan(scan, aggregates)
-        if top.isInstanceOf[BaseAggregateExec] && relies(top) && top.logicalLink.isDefined &&
+        if relies(top) && top.logicalLink.isDefined &&
           aggregates.forall(_.logicalLink == top.logicalLink) &&
           aggregates.exists(isBottomPartial) && !aggregates.exists(SkewAggHints.forbidden) =>
       val skew = SkewedPartitions.find(bucketSizes(scan), conf)
@@ -55,6 +55,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     case other => other.withNewChildren(other.children.map(splitSkewedBuckets))
   }
 
+  /** An aggregate relying on its input's partitioning (it requires a distribution). */
   private def relies(plan: SparkPlan): Boolean = plan match {
     case a: BaseAggregateExec => a.requiredChildDistributionExpressions.exists(_.nonEmpty)
     case _ => false
