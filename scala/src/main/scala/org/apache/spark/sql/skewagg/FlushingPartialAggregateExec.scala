@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, AttributeReference, Expression, GenericInternalRow, If, MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, AttributeReference, AttributeSet, BindReferences, Expression, GenericInternalRow, If, MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, DeclarativeAggregate, Partial}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.aggregate.{AggregationIterator, BaseAggregateExec}
@@ -21,6 +21,13 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
  * uniform keys cost one probe of a small map per row: never a spill, never a hash table of all
  * keys. A key of one integral column is mapped by its value ([[GroupingKeyMap.ByValue]]).
  *
+ * `shuffleKeys`, when the exchange above hashes on fewer columns than the grouping key (a join
+ * key or `repartition(k)` below `GROUP BY k, x`, a DISTINCT column), are that exchange's keys:
+ * a batch then also keeps every key whose shuffle key is heavy, since it is the shuffle key that
+ * puts rows in one task: a hot shuffle key spread over many grouping keys, each too rare to be
+ * heavy alone, is merged too. Shuffle keys are counted in 4096 hash buckets (no allocation per
+ * key); a bucket is heavy when it holds at least 8 times the batch's mean rows per bucket used.
+ *
  * Relearning decides early, at a quarter of the map (when that is at least 1024 keys), when
  * the keys other than the heavy ones merged fewer than `1 + (minReduction - 1) / 10` rows per
  * key: for uniform keys such a quarter batch means the whole batch would reduce less than
@@ -38,6 +45,7 @@ case class FlushingPartialAggregateExec(
     resultExpressions: Seq[NamedExpression],
     capacity: Int,
     minReduction: Double,
+    shuffleKeys: Seq[Expression],
     child: SparkPlan) extends UnaryExecNode {
 
   require(aggregateExpressions.forall(_.mode == Partial), "only partial aggregation flushes")
@@ -52,20 +60,32 @@ case class FlushingPartialAggregateExec(
       "rows passed through (reduction too low)"),
     "numLearnedRows" -> SQLMetrics.createMetric(sparkContext, "rows merged while learning"))
 
+  /** The shuffle keys bound to the grouping key's row; None when they are the whole key. */
+  private def boundShuffleKeys: Option[Seq[Expression]] = {
+    val keyAttributes = groupingExpressions.map(_.toAttribute)
+    val keySet = AttributeSet(keyAttributes)
+    val coversKey = keyAttributes.forall(a => shuffleKeys.exists(_.semanticEquals(a)))
+    if (shuffleKeys.isEmpty || coversKey || !shuffleKeys.forall(_.references.subsetOf(keySet))) None
+    else Some(shuffleKeys.map(BindReferences.bindReference(_, keyAttributes)))
+  }
+
   override def simpleString(maxFields: Int): String =
     s"FlushingPartialAggregate(keys=${groupingExpressions.map(_.name).mkString("[", ", ", "]")}, " +
       s"functions=${aggregateExpressions.map(_.toString).mkString("[", ", ", "]")}, " +
-      s"capacity=$capacity)"
+      s"capacity=$capacity" +
+      boundShuffleKeys.fold("")(_ => shuffleKeys.map(_.sql).mkString(", heavy by [", ", ", "]")) + ")"
 
   override protected def doExecute(): RDD[InternalRow] = {
     val m = FlushingMetrics(longMetric("numInputRows"), longMetric("numOutputRows"),
       longMetric("numFlushes"), longMetric("numPassedThrough"), longMetric("numLearnedRows"))
     val input = child.output
+    val shuffleKeysOfKey = boundShuffleKeys
     child.execute().mapPartitionsWithIndexInternal { (partIndex, rows) =>
       if (!rows.hasNext) Iterator.empty
       else new FlushingAggregationIterator(partIndex, groupingExpressions, input, rows,
         aggregateExpressions, aggregateAttributes, resultExpressions,
-        MutableProjection.create(_, _), capacity, minReduction, m)
+        MutableProjection.create(_, _), capacity, minReduction,
+        shuffleKeysOfKey.map(UnsafeProjection.create), m)
     }
   }
 
@@ -75,10 +95,10 @@ case class FlushingPartialAggregateExec(
 
 object FlushingPartialAggregateExec {
   /** The flushing form of Spark's partial aggregate `partial` (as AggUtils planned it). */
-  def from(partial: BaseAggregateExec, capacity: Int, minReduction: Double)
-      : FlushingPartialAggregateExec = FlushingPartialAggregateExec(
+  def from(partial: BaseAggregateExec, capacity: Int, minReduction: Double,
+      shuffleKeys: Seq[Expression]): FlushingPartialAggregateExec = FlushingPartialAggregateExec(
     partial.groupingExpressions, partial.aggregateExpressions, partial.aggregateAttributes,
-    partial.resultExpressions, capacity, minReduction, partial.child)
+    partial.resultExpressions, capacity, minReduction, shuffleKeys, partial.child)
 }
 
 private case class FlushingMetrics(
@@ -97,6 +117,7 @@ private class FlushingAggregationIterator(
     newMutableProjection: (Seq[Expression], Seq[Attribute]) => MutableProjection,
     capacity: Int,
     minReduction: Double,
+    shuffleKeyOf: Option[UnsafeProjection],
     metrics: FlushingMetrics)
   extends AggregationIterator(partIndex, groupingExpressions, inputAttributes,
     aggregateExpressions, aggregateAttributes, 0, resultExpressions, newMutableProjection) {
@@ -156,6 +177,9 @@ private class FlushingAggregationIterator(
   private[this] var relearning = false
   private[this] val earlyMaxReduction = 1 + (minReduction - 1) / 10
   private[this] val scratch = newBuffer()
+
+  /** Rows per hash bucket of the shuffle key in a batch (4096 buckets), when there is one. */
+  private[this] val rowsPerShuffleBucket = shuffleKeyOf.map(_ => new Array[Long](4096)).orNull
 
   /** Entries being emitted by a flush (or at the end), and the row that triggered the flush. */
   private[this] var draining: GroupingKeyMap.Cursor[Entry] = null
@@ -251,6 +275,28 @@ private class FlushingAggregationIterator(
   /** A batch's heavy keys merged at least this many rows: 8 times its mean rows per key. */
   private def heavyThreshold: Double = 8.0 * rowsSinceFlush / math.max(1, map.size)
 
+  /** The hash bucket of a grouping key's shuffle key: the top 12 bits of its Murmur3 hash. */
+  private def shuffleBucket(key: UnsafeRow): Int = shuffleKeyOf.get(key).hashCode() >>> 20
+
+  /**
+   * Which shuffle-key buckets of `batch` merged at least 8 times its mean rows per bucket used;
+   * null when there is no shuffle key or no such bucket.
+   */
+  private def heavyShuffleBuckets(batch: GroupingKeyMap[Entry]): Array[Boolean] = {
+    if (rowsPerShuffleBucket == null) return null
+    java.util.Arrays.fill(rowsPerShuffleBucket, 0L)
+    var used = 0
+    val c = batch.cursor()
+    while (c.advance()) {
+      val b = shuffleBucket(c.key)
+      if (rowsPerShuffleBucket(b) == 0) used += 1
+      rowsPerShuffleBucket(b) += c.value.rows
+    }
+    val heavy = 8.0 * rowsSinceFlush / math.max(1, used)
+    val heavyBuckets = rowsPerShuffleBucket.map(_ >= heavy)
+    if (heavyBuckets.contains(true)) heavyBuckets else null
+  }
+
   /** Rows per key merged by the batch's keys that are not heavy. */
   private def restReduction(heavy: Double): Double = {
     var keys, rows = 0L
@@ -269,9 +315,15 @@ private class FlushingAggregationIterator(
     val emitted = map
     if (passThroughNext) {
       val heavy = heavyThreshold
+      val heavyBuckets = heavyShuffleBuckets(emitted)
       def heavyKeys(add: UnsafeRow => Unit): Unit = {
         val c = emitted.cursor()
-        while (c.advance()) if (c.value.rows >= heavy) add(c.key)
+        while (c.advance()) {
+          if (c.value.rows >= heavy ||
+              heavyBuckets != null && heavyBuckets(shuffleBucket(c.key))) {
+            add(c.key)
+          }
+        }
       }
       var count = 0
       heavyKeys(_ => count += 1)

@@ -72,7 +72,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalP
         conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
         keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
         local <- localSide(agg, aggregates, keys, projected, s, flushing = !forced,
-          mergeBy = if (shuffled(join) && !distinctOnly) joinKeysOf(join, side) else Nil)
+          shuffleKeys = if (shuffled(join)) joinKeysOf(join, side) else Nil, merge = !distinctOnly)
       } yield {
         val newJoin = if (side == "left") join.copy(left = local) else join.copy(right = local)
         if (distinctOnly) agg.copy(child = newJoin)
@@ -92,14 +92,16 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalP
       projected: AttributeSet,
       s: LogicalPlan,
       flushing: Boolean,
-      mergeBy: Seq[Attribute]): Option[LogicalPlan] = {
+      shuffleKeys: Seq[Attribute],
+      merge: Boolean): Option[LogicalPlan] = {
     if (aggregates.forall(_.isDistinct)) {
       val kept = (keys ++ aggregates.flatMap(_.references).filter(s.outputSet.contains)).distinct
       val readAbove = (agg.references ++ projected) intersect s.outputSet
-      if (readAbove.subsetOf(AttributeSet(kept))) Some(PartialAggregate(kept, Nil, s, flushing, mergeBy))
-      else None
+      if (readAbove.subsetOf(AttributeSet(kept))) {
+        Some(PartialAggregate(kept, Nil, s, flushing, shuffleKeys, merge))
+      } else None
     } else {
-      Some(PartialAggregate(keys, aggregates, s, flushing, mergeBy))
+      Some(PartialAggregate(keys, aggregates, s, flushing, shuffleKeys, merge))
     }
   }
 
@@ -112,9 +114,9 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalP
   }
 
   /**
-   * The equi-join keys of `side`, when they are all columns: the local aggregate's rows are then
-   * merged after the join's own shuffle on them. Nil (no merge) for computed keys, whose shuffle
-   * the merge could not share.
+   * The equi-join keys of `side`, when they are all columns: the local aggregate judges heavy
+   * keys by them, and its rows are merged after the join's own shuffle on them. Nil (neither)
+   * for computed keys, whose shuffle the merge could not share.
    */
   private def joinKeysOf(join: Join, side: String): Seq[Attribute] = join match {
     case ExtractEquiJoinKeys(_, leftKeys, rightKeys, _, _, _, _, _) =>

@@ -119,7 +119,8 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
         val local = if (flushing) {
           SkewAggLocalStageExec.mark(FlushingPartialAggregateExec.from(bottom,
             session.sessionState.conf.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
-            session.sessionState.conf.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION)),
+            session.sessionState.conf.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION),
+            repartition.partitionExpressions),
             "flushing partial aggregate before the user's repartition")
         } else {
           SkewAggLocalStageExec.mark(bottom, "partial aggregate before the user's repartition")

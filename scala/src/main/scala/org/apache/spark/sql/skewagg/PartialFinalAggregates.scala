@@ -13,17 +13,19 @@ import org.apache.spark.sql.internal.SQLConf
  * and outputs, per group, the keys and the aggregation buffers of `aggregateExpressions`, which a
  * [[FinalAggregate]] above merges (with no aggregate expressions: the distinct keys). Created by
  * [[LocalAggregateBeforeJoin]]. With `flushing`, a group may be emitted in several rows
- * ([[FlushingPartialAggregateExec]]). With `mergeBy` (the join keys of its side of the join
- * above), the partial rows are shuffled on those keys, the shuffle the join needs anyway, and
- * merged there (PartialMerge), so the join reads one row per group instead of one per group and
- * upstream task (or per input row, where the flushing aggregate passed rows through).
+ * ([[FlushingPartialAggregateExec]]), which judges heavy keys by `shuffleKeys` as well (the join
+ * keys of its side when Spark will shuffle that side on them, else Nil). With `merge`, the
+ * partial rows are shuffled on `shuffleKeys`, the shuffle the join needs anyway, and merged there
+ * (PartialMerge), so the join reads one row per group instead of one per group and upstream task
+ * (or per input row, where the flushing aggregate passed rows through).
  */
 case class PartialAggregate(
     groupingExpressions: Seq[NamedExpression],
     aggregateExpressions: Seq[AggregateExpression],
     child: LogicalPlan,
     flushing: Boolean,
-    mergeBy: Seq[Attribute]) extends UnaryNode {
+    shuffleKeys: Seq[Attribute],
+    merge: Boolean) extends UnaryNode {
   override def output: Seq[Attribute] = groupingExpressions.map(_.toAttribute) ++
     aggregateExpressions.flatMap(_.aggregateFunction.inputAggBufferAttributes)
   override protected def withNewChildInternal(newChild: LogicalPlan): PartialAggregate =
@@ -65,7 +67,7 @@ case class FinalAggregate(
  */
 case class PlanPartialAndFinalAggregates(session: SparkSession) extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case PartialAggregate(grouping, aggregates, child, flushing, mergeBy) =>
+    case PartialAggregate(grouping, aggregates, child, flushing, shuffleKeys, merge) =>
       val planned = AggUtils.planAggregateWithoutDistinct(
         PartialAggregates.normalizedKeys(grouping), aggregates, grouping.map(_.toAttribute), planLater(child))
       val what = if (aggregates.isEmpty) "deduplication" else "partial aggregate"
@@ -74,11 +76,12 @@ case class PlanPartialAndFinalAggregates(session: SparkSession) extends SparkStr
           case partial: BaseAggregateExec if flushing =>
             SkewAggLocalStageExec.mark(FlushingPartialAggregateExec.from(partial,
               SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
-              SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION)),
+              SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION), shuffleKeys),
               s"flushing $what before the join")
           case partial => SkewAggLocalStageExec.mark(partial, s"$what before the join")
         }
-        if (mergeBy.isEmpty) local else PartialAggregates.partialMerge(sparkFinal, mergeBy, local)
+        if (!merge || shuffleKeys.isEmpty) local
+        else PartialAggregates.partialMerge(sparkFinal, shuffleKeys, local)
       }.toSeq
     case FinalAggregate(grouping, aggregates, result, child) =>
       val planned = AggUtils.planAggregateWithoutDistinct(

@@ -193,7 +193,8 @@ object SkewAggConf {
       .doc("A flushing local aggregate keeps aggregating every key while a batch of " +
         "spark.skewagg.localAggregate.capacity keys merged at least this many rows per key; " +
         "below it, it keeps only the batch's heavy keys (8 times the batch's mean rows per " +
-        "key) and passes other rows through, learning again after 16 x capacity rows (twice as " +
+        "key, or per key of the shuffle above when that hashes on fewer columns) and passes " +
+        "other rows through, learning again after 16 x capacity rows (twice as " +
         "many each time relearning passes rows through again, at most 256 x capacity).")
       .version("0.1.0")
       .doubleAtLeast(1.0)
