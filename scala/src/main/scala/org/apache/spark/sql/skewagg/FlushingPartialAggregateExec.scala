@@ -94,6 +94,9 @@ case class FlushingPartialAggregateExec(
 }
 
 object FlushingPartialAggregateExec {
+  /** Shuffle keys are counted in 2^12 = 4096 hash buckets. */
+  private[skewagg] val ShuffleBucketBits = 12
+
   /** The flushing form of Spark's partial aggregate `partial` (as AggUtils planned it). */
   def from(partial: BaseAggregateExec, capacity: Int, minReduction: Double,
       shuffleKeys: Seq[Expression]): FlushingPartialAggregateExec = FlushingPartialAggregateExec(
@@ -121,6 +124,7 @@ private class FlushingAggregationIterator(
     metrics: FlushingMetrics)
   extends AggregationIterator(partIndex, groupingExpressions, inputAttributes,
     aggregateExpressions, aggregateAttributes, 0, resultExpressions, newMutableProjection) {
+  import FlushingPartialAggregateExec.ShuffleBucketBits
 
   private[this] val FlushingMetrics(rowsIn, rowsOut, flushes, passedThrough, learned) = metrics
 
@@ -178,8 +182,9 @@ private class FlushingAggregationIterator(
   private[this] val earlyMaxReduction = 1 + (minReduction - 1) / 10
   private[this] val scratch = newBuffer()
 
-  /** Rows per hash bucket of the shuffle key in a batch (4096 buckets), when there is one. */
-  private[this] val rowsPerShuffleBucket = shuffleKeyOf.map(_ => new Array[Long](4096)).orNull
+  /** Rows per hash bucket of the shuffle key in a batch, when there is one. */
+  private[this] val rowsPerShuffleBucket =
+    shuffleKeyOf.map(_ => new Array[Long](1 << ShuffleBucketBits)).orNull
 
   /** Entries being emitted by a flush (or at the end), and the row that triggered the flush. */
   private[this] var draining: GroupingKeyMap.Cursor[Entry] = null
@@ -273,10 +278,14 @@ private class FlushingAggregationIterator(
   }
 
   /** A batch's heavy keys merged at least this many rows: 8 times its mean rows per key. */
-  private def heavyThreshold: Double = 8.0 * rowsSinceFlush / math.max(1, map.size)
+  private def heavyThreshold: Double = heavyAmong(map.size)
 
-  /** The hash bucket of a grouping key's shuffle key: the top 12 bits of its Murmur3 hash. */
-  private def shuffleBucket(key: UnsafeRow): Int = shuffleKeyOf.get(key).hashCode() >>> 20
+  /** Heavy among `n` keys (or buckets): at least 8 times the batch's mean rows per one. */
+  private def heavyAmong(n: Int): Double = 8.0 * rowsSinceFlush / math.max(1, n)
+
+  /** The hash bucket of a grouping key's shuffle key: the top bits of its Murmur3 hash. */
+  private def shuffleBucket(key: UnsafeRow): Int =
+    shuffleKeyOf.get(key).hashCode() >>> (32 - ShuffleBucketBits)
 
   /**
    * Which shuffle-key buckets of `batch` merged at least 8 times its mean rows per bucket used;
@@ -292,7 +301,7 @@ private class FlushingAggregationIterator(
       if (rowsPerShuffleBucket(b) == 0) used += 1
       rowsPerShuffleBucket(b) += c.value.rows
     }
-    val heavy = 8.0 * rowsSinceFlush / math.max(1, used)
+    val heavy = heavyAmong(used)
     val heavyBuckets = rowsPerShuffleBucket.map(_ >= heavy)
     if (heavyBuckets.contains(true)) heavyBuckets else null
   }

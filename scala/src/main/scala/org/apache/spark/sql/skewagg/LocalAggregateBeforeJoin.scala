@@ -60,9 +60,6 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalP
           !aggregates.exists(_.aggregateFunction.isInstanceOf[PythonUDAF]) &&
           (forced || !aggregates.exists(_.aggregateFunction.isInstanceOf[TypedImperativeAggregate[_]])) &&
           (aggregates.forall(a => a.isDistinct && a.filter.isEmpty) || !aggregates.exists(_.isDistinct)) =>
-      // DISTINCT-only: Spark's own plan above the join deduplicates (keys, DISTINCT columns)
-      // again, so a merge after the shuffle would hash the rows twice (benchmark, DISTINCT
-      // scenario, UNIFORM: 1.14x vanilla's wall time with the merge; 1.00 without it, earlier run).
       val distinctOnly = aggregates.forall(_.isDistinct)
       for {
         (join, projected) <- joinBelow(agg.child)
@@ -72,7 +69,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalP
         conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
         keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
         local <- localSide(agg, aggregates, keys, projected, s, flushing = !forced,
-          shuffleKeys = if (shuffled(join)) joinKeysOf(join, side) else Nil, merge = !distinctOnly)
+          shuffleKeys = if (shuffled(join)) joinKeysOf(join, side) else Nil)
       } yield {
         val newJoin = if (side == "left") join.copy(left = local) else join.copy(right = local)
         if (distinctOnly) agg.copy(child = newJoin)
@@ -92,16 +89,15 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalP
       projected: AttributeSet,
       s: LogicalPlan,
       flushing: Boolean,
-      shuffleKeys: Seq[Attribute],
-      merge: Boolean): Option[LogicalPlan] = {
+      shuffleKeys: Seq[Attribute]): Option[LogicalPlan] = {
     if (aggregates.forall(_.isDistinct)) {
       val kept = (keys ++ aggregates.flatMap(_.references).filter(s.outputSet.contains)).distinct
       val readAbove = (agg.references ++ projected) intersect s.outputSet
       if (readAbove.subsetOf(AttributeSet(kept))) {
-        Some(PartialAggregate(kept, Nil, s, flushing, shuffleKeys, merge))
+        Some(PartialAggregate(kept, Nil, s, flushing, shuffleKeys))
       } else None
     } else {
-      Some(PartialAggregate(keys, aggregates, s, flushing, shuffleKeys, merge))
+      Some(PartialAggregate(keys, aggregates, s, flushing, shuffleKeys))
     }
   }
 

@@ -203,9 +203,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     // The deduplication groups by (k, x) and the join shuffles on k: 30% of rows on k = 0,
     // spread over 300 values of x, the others unique. No (0, x) is heavy alone in a 4096-key
     // batch; k = 0 is, so the (0, x) stay in the map.
-    val d = differential(s => s.range(0, 200000, 1, 1).select(
-      when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
-      (col("id") % 1000).as("x"))
+    val d = differential(s => hotKeySpreadOverX(s)
       .join(s.range(0, 200001).select(col("id").as("k"), (col("id") % 10).as("attr")), "k")
       .groupBy("k").agg(countDistinct("x")),
       conf :+ (SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096"): _*)

@@ -204,9 +204,7 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
     // under 8 times its mean rows per key, but k = 0 holds about 30% of its rows: the (0, x)
     // stay in the map. The same when the repartition hashes an expression of k.
     for ((by, shown) <- Seq(col("k") -> "heavy by [k]", col("k") + 1 -> "heavy by [(k + ")) {
-      val d = differential(s => s.range(0, 200000, 1, 1).select(
-        when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
-        (col("id") % 1000).as("x"), (col("id") / 7.0).as("v"))
+      val d = differential(s => SkewTestData.hotKeySpreadOverX(s)
         .repartition(by).groupBy("k", "x").agg(sum("v"), count(lit(1))),
         SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096")
       assertRewritten(d)

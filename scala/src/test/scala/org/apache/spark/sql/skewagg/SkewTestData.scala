@@ -20,6 +20,14 @@ object SkewTestData {
   }
 
   /**
+   * `(k, x, v)`, 200,000 rows in one partition: 30% on k = 0, spread over 300 values of x (each
+   * too rare to be a heavy key alone), the others on unique keys 1 to 200,000.
+   */
+  def hotKeySpreadOverX(s: SparkSession): DataFrame = s.range(0, 200000, 1, 1).select(
+    when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
+    (col("id") % 1000).as("x"), (col("id") / 7.0).as("v"))
+
+  /**
    * For holistic aggregates, `(k, v, i, d, f, m, s)`: v a double with duplicates, NaN, -0.0 and
    * 0.0 and nulls; i an int; d a decimal; f a frequency (0 to 3, some null); m an int with one
    * clearly most frequent value per key (7, about 2/3 of the rows); s a string.
