@@ -449,6 +449,12 @@ def render(report: dict) -> str:
         "rows, the rest uniform over 1M keys; UNIFORM: all uniform. Adaptive execution on, 200 "
         "shuffle partitions, partition coalescing and broadcast joins off.",
         "",
+        "Variants (benchmarks/bench.py): vanilla (skewagg off); forced-skew (Spark's skew join "
+        "forced, 16MB floor); salted (the query salted by hand, 16 salts); pre-aggregated (the "
+        "join queries rewritten by hand to aggregate the fact table completely before the join, "
+        "exact because dim holds one row per key: the issue's fastest plan); skewagg; "
+        "skewagg+hint (the aggregate hinted `SKEW_AGG`).",
+        "",
         "vs vanilla: the ratio of the medians, then in brackets the lowest and highest ratio "
         "within one repeat.",
         "",
