@@ -7,6 +7,7 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression,
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.aggregate.{AggregationIterator, BaseAggregateExec}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.internal.SQLConf
 
 /**
  * A partial aggregate that flushes instead of spilling, and aggregates only where it pays.
@@ -97,11 +98,15 @@ object FlushingPartialAggregateExec {
   /** Shuffle keys are counted in 2^12 = 4096 hash buckets. */
   private[skewagg] val ShuffleBucketBits = 12
 
-  /** The flushing form of Spark's partial aggregate `partial` (as AggUtils planned it). */
-  def from(partial: BaseAggregateExec, capacity: Int, minReduction: Double,
-      shuffleKeys: Seq[Expression]): FlushingPartialAggregateExec = FlushingPartialAggregateExec(
-    partial.groupingExpressions, partial.aggregateExpressions, partial.aggregateAttributes,
-    partial.resultExpressions, capacity, minReduction, shuffleKeys, partial.child)
+  /**
+   * The flushing form of Spark's partial aggregate `partial` (as AggUtils planned it), sized by
+   * the session's `spark.skewagg.localAggregate.*`, below an exchange on `shuffleKeys`.
+   */
+  def from(partial: BaseAggregateExec, shuffleKeys: Seq[Expression]): FlushingPartialAggregateExec =
+    FlushingPartialAggregateExec(partial.groupingExpressions, partial.aggregateExpressions,
+      partial.aggregateAttributes, partial.resultExpressions,
+      SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
+      SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION), shuffleKeys, partial.child)
 }
 
 private case class FlushingMetrics(
@@ -288,11 +293,12 @@ private class FlushingAggregationIterator(
     shuffleKeyOf.get(key).hashCode() >>> (32 - ShuffleBucketBits)
 
   /**
-   * Which shuffle-key buckets of `batch` merged at least 8 times its mean rows per bucket used;
-   * null when there is no shuffle key or no such bucket.
+   * Counts `batch`'s rows per shuffle-key bucket (in `rowsPerShuffleBucket`) and returns the rows
+   * a heavy bucket holds, 8 times the mean per bucket used; infinite when there is no shuffle key
+   * or no bucket is heavy.
    */
-  private def heavyShuffleBuckets(batch: GroupingKeyMap[Entry]): Array[Boolean] = {
-    if (rowsPerShuffleBucket == null) return null
+  private def heavyShuffleBucketRows(batch: GroupingKeyMap[Entry]): Double = {
+    if (rowsPerShuffleBucket == null) return Double.PositiveInfinity
     java.util.Arrays.fill(rowsPerShuffleBucket, 0L)
     var used = 0
     val c = batch.cursor()
@@ -302,8 +308,7 @@ private class FlushingAggregationIterator(
       rowsPerShuffleBucket(b) += c.value.rows
     }
     val heavy = heavyAmong(used)
-    val heavyBuckets = rowsPerShuffleBucket.map(_ >= heavy)
-    if (heavyBuckets.contains(true)) heavyBuckets else null
+    if (rowsPerShuffleBucket.exists(_ >= heavy)) heavy else Double.PositiveInfinity
   }
 
   /** Rows per key merged by the batch's keys that are not heavy. */
@@ -324,12 +329,12 @@ private class FlushingAggregationIterator(
     val emitted = map
     if (passThroughNext) {
       val heavy = heavyThreshold
-      val heavyBuckets = heavyShuffleBuckets(emitted)
+      val heavyBucket = heavyShuffleBucketRows(emitted)
       def heavyKeys(add: UnsafeRow => Unit): Unit = {
         val c = emitted.cursor()
         while (c.advance()) {
-          if (c.value.rows >= heavy ||
-              heavyBuckets != null && heavyBuckets(shuffleBucket(c.key))) {
+          if (c.value.rows >= heavy || !heavyBucket.isInfinite &&
+              rowsPerShuffleBucket(shuffleBucket(c.key)) >= heavyBucket) {
             add(c.key)
           }
         }

@@ -117,10 +117,8 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
           bottom.aggregateExpressions.forall(_.mode == Partial) =>
         moved = true
         val local = if (flushing) {
-          SkewAggLocalStageExec.mark(FlushingPartialAggregateExec.from(bottom,
-            session.sessionState.conf.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
-            session.sessionState.conf.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION),
-            repartition.partitionExpressions),
+          SkewAggLocalStageExec.mark(
+            FlushingPartialAggregateExec.from(bottom, repartition.partitionExpressions),
             "flushing partial aggregate before the user's repartition")
         } else {
           SkewAggLocalStageExec.mark(bottom, "partial aggregate before the user's repartition")

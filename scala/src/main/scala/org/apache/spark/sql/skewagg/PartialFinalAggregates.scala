@@ -6,7 +6,6 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
 import org.apache.spark.sql.execution.{PlanLater, ProjectExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.{AggUtils, BaseAggregateExec}
-import org.apache.spark.sql.internal.SQLConf
 
 /**
  * The partial half of an aggregate as a logical operator: groups `child` by `groupingExpressions`
@@ -77,9 +76,7 @@ case class PlanPartialAndFinalAggregates(session: SparkSession) extends SparkStr
       planned.headOption.collect { case sparkFinal: BaseAggregateExec =>
         val local = sparkFinal.children.head match {
           case partial: BaseAggregateExec if flushing =>
-            SkewAggLocalStageExec.mark(FlushingPartialAggregateExec.from(partial,
-              SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
-              SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION), shuffleKeys),
+            SkewAggLocalStageExec.mark(FlushingPartialAggregateExec.from(partial, shuffleKeys),
               s"flushing $what before the join")
           case partial => SkewAggLocalStageExec.mark(partial, s"$what before the join")
         }
