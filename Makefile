@@ -1,40 +1,76 @@
 # skewagg: `make help` lists the targets. Every target sets up what it needs (idempotent).
+# SPARK_LINE picks the Spark line a target runs on (default: the newest in build/spark-lines):
+#   SPARK_LINE=4.1 make demo
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-PYTHON ?= python3
-VENV := .venv
+SPARK_LINES := $(shell grep -v '^\#' build/spark-lines | awk 'NF {print $$1}')
+SPARK_LINE ?= $(lastword $(SPARK_LINES))
+OTHER_LINES := $(filter-out $(SPARK_LINE),$(SPARK_LINES))
+# The line's virtualenv (build/spark-venv: its pyspark, the test tools) and sbt project.
+VENV := .venvs/spark-$(SPARK_LINE)
 PY := $(VENV)/bin/python
+SBT_PROJECT := spark$(subst .,,$(SPARK_LINE))
 # Recipes that start a JVM outside sbt run under a JDK 17 (build/require-jdk17 finds or installs one).
 WITH_JDK17 = JAVA_HOME="$$(build/require-jdk17)" && export JAVA_HOME && export PATH="$$JAVA_HOME/bin:$$PATH" &&
+# What `make test` runs on each line other than SPARK_LINE: every Scala suite (the fuzz slice at
+# 100 cases), and the Python tests of configure(), spark-submit --jars, local-cluster executors,
+# the rules' differential runs and explanations.
+LINE_FUZZ_CASES := 100
+LINE_PYTHON_TESTS := tests/test_configure.py tests/test_spark_submit.py tests/test_jars.py \
+  tests/test_session.py tests/test_join_skew_split.py tests/test_repartition_rule.py \
+  tests/test_single_key.py tests/test_hints.py tests/test_explain.py
 
-.PHONY: help setup jar test test-scala test-python demo bench fuzz docs clean
+.PHONY: help setup jar wheel test test-scala test-python test-line test-lines demo bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@echo "  Spark lines: $(SPARK_LINES) (SPARK_LINE=... picks one; default $(lastword $(SPARK_LINES)))"
 
-$(VENV)/.installed: requirements-test.txt pyproject.toml setup.py
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements-test.txt
+# The jars are rebuilt when a source of theirs changed since the last build.
+JAR_SOURCES := $(shell find scala project/*.scala project/build.properties build.sbt build/spark-lines \
+  python/skewagg/__init__.py -type f 2>/dev/null)
+JARS_BUILT := python/skewagg/jars/.built
+
+$(JARS_BUILT): $(JAR_SOURCES)
+	build/package-jar
+	touch $@
+
+$(VENV)/.skewagg-installed: requirements-test.txt pyproject.toml setup.py build/spark-lines $(JARS_BUILT)
+	build/spark-venv $(SPARK_LINE) >/dev/null
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-setup: $(VENV)/.installed ## JDK 17 (installed if missing), sbt, the jar, a .venv with pyspark, pytest, chispa and skewagg
-	$(MAKE) --no-print-directory jar
+setup: $(JARS_BUILT) $(VENV)/.skewagg-installed ## JDK 17 (installed if missing), sbt, every line's jar, .venvs/spark-<line> with pyspark, pytest, chispa and skewagg
 
-jar: ## build the extension jar into python/skewagg/jars/
+jar: ## build every Spark line's jar into python/skewagg/jars/ (one sbt run)
 	build/package-jar
+	touch $(JARS_BUILT)
 
-test: setup ## run every test: Scala, then Python (the command CI runs)
+wheel: jar ## one wheel with every line's jar: dist/skewagg-<version>-py3-none-any.whl
+	build/spark-venv $(SPARK_LINE) >/dev/null
+	$(PY) -m pip install -q build
+	rm -rf dist && $(PY) -m build --wheel --outdir dist .
+	@ls -l dist/*.whl
+
+test: setup ## every test: Scala and Python on SPARK_LINE, then each other line's slice (the command CI runs)
 	$(MAKE) --no-print-directory test-scala
 	$(MAKE) --no-print-directory test-python
+	$(MAKE) --no-print-directory test-lines
 
-test-scala: ## Scala tests (sbt, forked JVM)
-	build/sbt test
+test-scala: ## Scala tests on SPARK_LINE (sbt, forked JVM)
+	build/sbt $(SBT_PROJECT)/test
 
-test-python: setup ## Python tests (pytest + chispa), including spark-submit and local-cluster runs
+test-python: setup ## Python tests on SPARK_LINE (pytest + chispa), including spark-submit and local-cluster runs
 	$(WITH_JDK17) $(PY) -m pytest tests
+
+test-lines: ## the slice of tests each line other than SPARK_LINE runs
+	set -e; for line in $(OTHER_LINES); do $(MAKE) --no-print-directory test-line SPARK_LINE=$$line; done
+
+test-line: setup ## one line's slice: every Scala suite (fuzz at 100 cases) and the Python tests above
+	@echo "== Spark $(SPARK_LINE)"
+	SKEWAGG_FUZZ_CASES=$(LINE_FUZZ_CASES) build/sbt $(SBT_PROJECT)/test
+	$(WITH_JDK17) $(PY) -m pytest $(LINE_PYTHON_TESTS)
 
 demo: setup ## the main job: a skewed aggregation run with skewagg off and on
 	$(WITH_JDK17) $(PY) -m skewagg demo
@@ -46,11 +82,11 @@ bench: setup ## benchmark suite (20M rows ~45 min, then holistic aggregates at 1
 SEED ?= 1
 CASES ?= 500
 fuzz: ## randomized differential cases, skewagg off vs on (SEED=1 CASES=500); prints a repro per failure
-	build/sbt "Test/runMain org.apache.spark.sql.skewagg.fuzz.FuzzRunner --seed $(SEED) --cases $(CASES)"
+	build/sbt "$(SBT_PROJECT)/Test/runMain org.apache.spark.sql.skewagg.fuzz.FuzzRunner --seed $(SEED) --cases $(CASES)"
 
 docs: setup ## regenerate docs/configs.md, and docs/*.md from docs/src (examples run on small data, PNGs)
-	build/sbt "Test/runMain org.apache.spark.sql.skewagg.GenerateConfigDocs"
+	build/sbt "$(SBT_PROJECT)/Test/runMain org.apache.spark.sql.skewagg.GenerateConfigDocs"
 	$(WITH_JDK17) $(PY) docs/generate.py
 
-clean: ## remove build output (keeps .venv and the sbt launcher)
-	rm -rf target project/target project/project python/skewagg/jars/*.jar *.egg-info python/*.egg-info spark-warehouse
+clean: ## remove build output (keeps .venvs and the sbt launcher)
+	rm -rf target project/target project/project python/skewagg/jars/*.jar *.egg-info python/*.egg-info spark-warehouse dist

@@ -1,17 +1,10 @@
 // skewagg: a Spark SQL extension for skewed keyed aggregations.
-// The Spark version is chosen with -Dspark.version=...; its major.minor line ("4.0") picks the
-// shim source directory scala/src/main/spark-<line> and names the jar
-// (skewagg-spark<line>_<scala binary>-<version>.jar).
-
-val sparkVersion = sys.props.getOrElse("spark.version", "4.0.1")
-val sparkLine = sparkVersion.split('.').take(2).mkString(".")
-val supportedSparkLines = Map("4.0" -> "2.13.16")
-
-val scalaFor = supportedSparkLines.getOrElse(
-  sparkLine,
-  sys.error(
-    s"skewagg does not support Spark $sparkVersion; supported lines: " +
-      supportedSparkLines.keys.toSeq.sorted.mkString(", ")))
+// One source tree, one sbt project per Spark line (spark40, spark41, ...; the lines and their
+// pyspark and Scala versions are the rows of build/spark-lines). Each project compiles the same
+// sources plus the shim directories whose range holds its line, against the Spark jars of that
+// line's pyspark (provided at run time by the user's Spark), and builds
+// skewagg-spark<line>_<scala binary>-<version>.jar. `build/sbt spark43/test` tests one line;
+// the root project aggregates them all.
 
 ThisBuild / organization := "io.skewagg"
 // One version for jar and Python package: `__version__` in python/skewagg/__init__.py.
@@ -19,44 +12,84 @@ val skewaggVersion = """__version__ = "([^"]+)"""".r
   .findFirstMatchIn(IO.read(file("python/skewagg/__init__.py")))
   .map(_.group(1))
   .getOrElse(sys.error("python/skewagg/__init__.py has no __version__"))
-
 ThisBuild / version := skewaggVersion
-ThisBuild / scalaVersion := scalaFor
+ThisBuild / scalaVersion := SparkLines.all.last.scala
 
-lazy val root = (project in file("."))
-  .settings(
-    name := s"skewagg-spark$sparkLine",
-    moduleName := name.value, // keep the dot: skewagg-spark4.0_2.13-<version>.jar
-    Compile / scalaSource := baseDirectory.value / "scala" / "src" / "main" / "scala",
-    Compile / unmanagedSourceDirectories +=
-      baseDirectory.value / "scala" / "src" / "main" / s"spark-$sparkLine",
-    Compile / resourceDirectory := baseDirectory.value / "scala" / "src" / "main" / "resources",
-    Test / scalaSource := baseDirectory.value / "scala" / "src" / "test" / "scala",
-    Test / resourceDirectory := baseDirectory.value / "scala" / "src" / "test" / "resources",
+/** The project of one Spark line, a row of build/spark-lines. */
+def lineProject(id: String): Project = {
+  val line = SparkLines.all.find(_.id == id)
+    .getOrElse(sys.error(s"build.sbt: project $id has no row in build/spark-lines"))
+  Project(id, file("target") / id).settings(lineSettings(line))
+}
+
+// One project a row of build/spark-lines (checked below).
+lazy val spark40 = lineProject("spark40")
+lazy val spark41 = lineProject("spark41")
+lazy val spark42 = lineProject("spark42")
+lazy val spark43 = lineProject("spark43")
+lazy val lineProjects = {
+  val projects = Seq(spark40, spark41, spark42, spark43)
+  require(projects.map(_.id) == SparkLines.all.map(_.id),
+    "build.sbt: every row of build/spark-lines needs its project (lazy val sparkXY), no other")
+  projects
+}
+
+def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
+    name := s"skewagg-spark${line.line}",
+    moduleName := name.value, // keep the dot: skewagg-spark4.3_2.13-<version>.jar
+    scalaVersion := line.scala,
+    target := (ThisBuild / baseDirectory).value / "target" / line.id,
+    Compile / scalaSource := (ThisBuild / baseDirectory).value / "scala/src/main/scala",
+    Compile / unmanagedSourceDirectories ++=
+      SparkLines.shimDirs((ThisBuild / baseDirectory).value / "scala/src/main", line),
+    Compile / resourceDirectory := (ThisBuild / baseDirectory).value / "scala/src/main/resources",
+    Test / scalaSource := (ThisBuild / baseDirectory).value / "scala/src/test/scala",
+    Test / unmanagedSourceDirectories ++=
+      SparkLines.shimDirs((ThisBuild / baseDirectory).value / "scala/src/test", line),
+    Test / resourceDirectory := (ThisBuild / baseDirectory).value / "scala/src/test/resources",
     scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release", "17"),
     javacOptions ++= Seq("--release", "17"),
-    libraryDependencies ++= Seq(
-      "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
-      "org.scalatest" %% "scalatest" % "3.2.19" % Test
-    ),
-    // The jar records which Spark it was built for; the extension refuses to start on another line.
+    // Spark itself: the jars of the line's pyspark (build/spark-venv installs it once), on the
+    // compile and test class paths and never in our jar (provided by the user's Spark). Scala's
+    // own jars come from scalaVersion, the same version as the line's Spark was built with.
+    Compile / unmanagedJars := {
+      val root = (ThisBuild / baseDirectory).value
+      val dir = scala.sys.process.Process(
+        Seq("bash", (root / "build/spark-venv").getPath, line.line, "--jars"), root).!!.trim
+      (file(dir) * "*.jar").get
+        .filterNot(_.getName.matches("scala-(library|reflect|compiler)-.*"))
+        .sortBy(_.getName).classpath
+    },
+    libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+    // The jar records which Spark it was built for; the extension refuses to start on another
+    // line.
     Compile / resourceGenerators += Def.task {
       val out = (Compile / resourceManaged).value / "skewagg-build.properties"
       IO.write(
         out,
-        s"version=${version.value}\nspark.version=$sparkVersion\nspark.line=$sparkLine\n" +
+        s"version=${version.value}\nspark.version=${line.pyspark}\nspark.line=${line.line}\n" +
           s"scala.binary=${scalaBinaryVersion.value}\n")
       Seq(out)
     }.taskValue,
     // Tests and `Test/runMain` run in a forked JVM with the flags Spark needs on Java 17.
     Test / fork := true,
-    Test / javaOptions ++= JavaModuleOptions.flags ++ Seq("-Xmx4g", "-Dspark.ui.enabled=false"),
+    Test / javaOptions ++= JavaModuleOptions.of((Compile / unmanagedJars).value.files) ++
+      Seq("-Xmx4g", "-Dspark.ui.enabled=false"),
     Test / parallelExecution := false,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
     Test / run / fork := true,
     Test / baseDirectory := (ThisBuild / baseDirectory).value,
     Test / envVars += ("SKEWAGG_PROJECT_ROOT" -> (ThisBuild / baseDirectory).value.getAbsolutePath),
     Compile / packageBin / packageOptions += Package.ManifestAttributes(
-      "Spark-Version" -> sparkVersion,
+      "Spark-Version" -> line.pyspark,
       "Implementation-Version" -> version.value)
-  )
+)
+
+lazy val root = (project in file("."))
+  .aggregate(lineProjects.map(p => p: ProjectReference): _*)
+  .settings(
+    name := "skewagg",
+    publish / skip := true,
+    // The root holds no sources: every line's project compiles scala/src.
+    Compile / sources := Nil,
+    Test / sources := Nil)

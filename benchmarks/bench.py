@@ -48,6 +48,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import skewagg
+from skewagg._jars import spark_line
 from skewagg.demo import result_checksum, same_result
 from skewagg.tasktimes import TaskTimeRecorder
 
@@ -304,6 +305,8 @@ def main(argv: List[str] | None = None) -> int:
     facts = base if section == "local-global" else write_holistic_tables(
         spark, base, args.rows, "high-cardinality" in scenarios)
     recorder = TaskTimeRecorder(spark)
+    spark_version = spark.version
+    line = spark_line(spark_version)
     dim = spark.read.parquet(str(base / "dim"))
     results = []
     for scenario in scenarios:
@@ -324,7 +327,7 @@ def main(argv: List[str] | None = None) -> int:
             for variant in variants:
                 last = runs[variant][-1]
                 entry = {
-                    "scenario": scenario, "data": data, "variant": variant,
+                    "line": line, "scenario": scenario, "data": data, "variant": variant,
                     "wall_s": statistics.median(r["wall_s"] for r in runs[variant]),
                     "wall_s_runs": [round(r["wall_s"], 3) for r in runs[variant]],
                     "equal_to_vanilla": all(same_result(r["checksum"], reference) for r in runs[variant]),
@@ -341,14 +344,16 @@ def main(argv: List[str] | None = None) -> int:
     report = {
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "rows": args.rows, "repeats": args.repeats, "machine": "local[2]",
+        "spark": spark_version, "line": line,
         "spark_conf": BASE_CONF, "driver_memory": args.driver_memory, "fixed_heap": True,
         "results": results,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     suffix = "" if section == "local-global" else f"-{section}"
-    out = RESULTS / f"bench-rows{args.rows}{suffix}.json"
+    out = RESULTS / f"bench-rows{args.rows}{suffix}-spark{line}.json"
     out.write_text(json.dumps(report, indent=1) + "\n")
-    text = render(report) if section == "local-global" else render_holistic(report)
+    text = (render(report) + render_lines(report)) if section == "local-global" \
+        else render_holistic(report)
     DOC.write_text(with_section(DOC.read_text() if DOC.exists() else "", section, text))
     print(f"wrote {out.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
     return 0 if all(r["equal_to_vanilla"] for r in results) else 1
@@ -480,6 +485,39 @@ def render(report: dict) -> str:
             f"| {'?' if r['rewritten'] is None else 'yes' if r['rewritten'] else ''} "
             f"| {'yes' if r['equal_to_vanilla'] else 'NO'} |")
     return "\n".join(lines + makespan_ratios(by)) + "\n"
+
+
+def render_lines(report: dict) -> str:
+    """The same scenarios measured on each Spark line that has a report of as many rows, side by
+    side: the wall time against that line's vanilla, and makespan@64, per variant."""
+    reports = {report["line"]: report}
+    for path in RESULTS.glob(f"bench-rows{report['rows']}-spark*.json"):
+        other = json.loads(path.read_text())
+        reports.setdefault(other.get("line", "?"), other)
+    if len(reports) < 2:
+        return ""
+    lines_ = sorted(reports, key=lambda l: tuple(int(p) for p in l.split(".")))
+    header = ["", "## Spark lines side by side", "",
+              "Each line against its own vanilla Spark (skewagg off), from its report in "
+              "benchmarks/results (" + ", ".join(
+                  f"{l}: Spark {reports[l].get('spark', l)}, {reports[l]['when']}"
+                  for l in lines_) + ").", "",
+              "| scenario | data | variant | " + " | ".join(
+                  f"{l} wall vs vanilla | {l} makespan@64 s" for l in lines_) + " |",
+              "|---|---|---|" + "---|---|" * len(lines_)]
+    by_line = {l: {(r["scenario"], r["data"], r["variant"]): r for r in reports[l]["results"]}
+               for l in lines_}
+    rows = []
+    for r in report["results"]:
+        key = (r["scenario"], r["data"], r["variant"])
+        cells = []
+        for l in lines_:
+            got = by_line[l].get(key)
+            vanilla = by_line[l].get((key[0], key[1], "vanilla"))
+            cells.append(wall_ratio(got, vanilla) if got and vanilla else "")
+            cells.append(f"{got['makespan64_ms'] / 1000:.2f}" if got else "")
+        rows.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
+    return "\n".join(header + rows) + "\n"
 
 
 if __name__ == "__main__":

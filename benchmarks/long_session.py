@@ -4,7 +4,7 @@ forces a full GC in the driver JVM and samples the heap used after it (MemoryMXB
 listeners on Spark's listener bus (all of them, and skewagg's), and the number of SQL
 executions Spark's status store keeps (bounded by spark.sql.ui.retainedExecutions).
 
-    .venv/bin/python benchmarks/long_session.py --queries 3000 --every 250
+    .venvs/spark-4.3/bin/python benchmarks/long_session.py --queries 3000 --every 250
 
 Writes benchmarks/results/long-session-<queries>.json. tests/test_long_session.py runs the same
 loop, shorter, and asserts that skewagg's structures stay bounded.

@@ -1,8 +1,8 @@
 """Memory of an exact percentile whose hottest key has many distinct values: vanilla Spark vs
 skewagg's SingleKeyAggregate, each in its own process with a small JVM heap.
 
-    .venv/bin/python benchmarks/memory.py --hot-values 50000000 --driver-memory 1g
-    .venv/bin/python benchmarks/memory.py --rows 100000000 --driver-memory 1g
+    .venvs/spark-4.3/bin/python benchmarks/memory.py --hot-values 50000000 --driver-memory 1g
+    .venvs/spark-4.3/bin/python benchmarks/memory.py --rows 100000000 --driver-memory 1g
 
 `--rows N` is the total: N - `--other-rows` rows on the hot key.
 

@@ -1,24 +1,21 @@
-// The JVM flags Spark needs on Java 17, kept in one place. The same list as Spark's own launcher
-// (org.apache.spark.launcher.JavaModuleOptions); forked test and run JVMs get it from here.
+import java.io.File
+import java.net.URLClassLoader
+
+/**
+ * The JVM flags Spark needs on Java 17, as each Spark line's own launcher gives them
+ * (org.apache.spark.launcher.JavaModuleOptions in that line's spark-launcher jar): forked test
+ * and run JVMs get the flags of the line they test. The lines differ (4.1 added native access and
+ * netty properties, 4.2 dropped -Djdk.reflect.useDirectMethodHandle=false).
+ */
 object JavaModuleOptions {
-  val flags: Seq[String] = Seq(
-    "-XX:+IgnoreUnrecognizedVMOptions",
-    "--add-modules=jdk.incubator.vector",
-    "--add-opens=java.base/java.lang=ALL-UNNAMED",
-    "--add-opens=java.base/java.lang.invoke=ALL-UNNAMED",
-    "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
-    "--add-opens=java.base/java.io=ALL-UNNAMED",
-    "--add-opens=java.base/java.net=ALL-UNNAMED",
-    "--add-opens=java.base/java.nio=ALL-UNNAMED",
-    "--add-opens=java.base/java.util=ALL-UNNAMED",
-    "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
-    "--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
-    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
-    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-    "--add-opens=java.base/sun.nio.cs=ALL-UNNAMED",
-    "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
-    "--add-opens=java.base/sun.util.calendar=ALL-UNNAMED",
-    "-Djdk.reflect.useDirectMethodHandle=false",
-    "-Dio.netty.tryReflectionSetAccessible=true"
-  )
+  def of(sparkJars: Seq[File]): Seq[String] = {
+    val launcher = sparkJars.find(_.getName.startsWith("spark-launcher_")).getOrElse(
+      sys.error(s"no spark-launcher jar among the Spark jars (${sparkJars.size} jars)"))
+    val loader = new URLClassLoader(Array(launcher.toURI.toURL), null)
+    try {
+      loader.loadClass("org.apache.spark.launcher.JavaModuleOptions")
+        .getMethod("defaultModuleOptionArray").invoke(null)
+        .asInstanceOf[Array[String]].toSeq
+    } finally loader.close()
+  }
 }

@@ -35,6 +35,30 @@ def test_no_jar_for_the_running_spark_names_the_supported_lines(tmp_path: Path) 
         jar_for("3.5.1", jars)
     message = str(info.value)
     assert "no jar for Spark 3.5" in message and "supports Spark 4.0" in message
+    assert "No skewagg release supports Spark 3.5 yet" in message
+
+
+def test_a_newer_spark_line_names_every_supported_line_and_the_newest_skewagg(
+        tmp_path: Path) -> None:
+    jars = _touch(tmp_path, *(f"skewagg-spark{line}_2.13-0.1.0.jar"
+                              for line in ("4.0", "4.1", "4.2", "4.3")))
+    with pytest.raises(UnsupportedSparkVersionError) as info:
+        jar_for("4.4.0", jars)
+    message = str(info.value)
+    assert "no jar for Spark 4.4" in message and "supports Spark 4.0, 4.1, 4.2, 4.3" in message
+    assert "pip install --upgrade skewagg" in message and "pyspark==4.3.*" in message
+
+
+def test_every_spark_line_of_the_build_is_bundled_and_allowed_by_the_package() -> None:
+    """build/spark-lines (what the build makes jars for), the bundled jars and pyproject.toml's
+    pyspark range name the same lines."""
+    root = Path(__file__).resolve().parent.parent
+    rows = (root / "build" / "spark-lines").read_text().splitlines()
+    lines = [r.split()[0] for r in rows if r.strip() and not r.startswith("#")]
+    assert skewagg.supported_spark_lines() == lines
+    newest = lines[-1].split(".")
+    upper = f"{newest[0]}.{int(newest[1]) + 1}"
+    assert f'"pyspark>={lines[0]},<{upper}"' in (root / "pyproject.toml").read_text()
 
 
 def test_empty_jar_directory_says_how_to_build(tmp_path: Path) -> None:

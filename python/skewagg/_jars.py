@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from skewagg.errors import JarNotFoundError, UnsupportedSparkVersionError
 
@@ -35,7 +35,7 @@ def bundled_jars(jars_dir: Path = JARS_DIR) -> Dict[str, Path]:
 
 def supported_spark_lines(jars_dir: Path = JARS_DIR) -> List[str]:
     """The Spark major.minor lines this installation has a jar for."""
-    return sorted(bundled_jars(jars_dir))
+    return sorted(bundled_jars(jars_dir), key=_order)
 
 
 def installed_spark_version() -> str:
@@ -44,7 +44,7 @@ def installed_spark_version() -> str:
         import pyspark
     except ImportError as exc:  # pragma: no cover - pyspark is a dependency
         raise UnsupportedSparkVersionError(
-            "pyspark is not installed; install it (pip install 'pyspark>=4.0,<4.1') or pass "
+            "pyspark is not installed; install it (pip install 'pyspark>=4.0,<4.4') or pass "
             "spark_version=... to say which Spark the jar is for"
         ) from exc
     return pyspark.__version__
@@ -61,9 +61,30 @@ def jar_for(spark_version: Optional[str] = None, jars_dir: Path = JARS_DIR) -> P
             "`make jar` (or reinstall with `pip install .`, which builds it)."
         )
     if line not in jars:
-        raise UnsupportedSparkVersionError(
-            f"skewagg has no jar for Spark {line} (running Spark {version}). This installation "
-            f"supports Spark {', '.join(sorted(jars))}; install a matching pyspark, e.g. "
-            f"pip install 'pyspark=={sorted(jars)[-1]}.*'."
-        )
+        raise UnsupportedSparkVersionError(_unsupported(version, line, sorted(jars, key=_order)))
     return jars[line]
+
+
+def _order(line: str) -> Tuple[int, ...]:
+    return tuple(int(part) for part in line.split("."))
+
+
+def _unsupported(version: str, line: str, supported: List[str]) -> str:
+    """Why Spark ``version`` (of ``line``) has no jar, and what to do instead."""
+    from skewagg import __version__
+
+    lines = ", ".join(supported)
+    if _order(line) > _order(supported[-1]):
+        advice = (
+            "Try the newest skewagg (pip install --upgrade skewagg), which may support it, or "
+            f"install a supported pyspark, e.g. pip install 'pyspark=={supported[-1]}.*'."
+        )
+    else:
+        advice = (
+            f"No skewagg release supports Spark {line} yet; run on a supported line, e.g. "
+            f"pip install 'pyspark=={supported[-1]}.*'."
+        )
+    return (
+        f"skewagg {__version__} has no jar for Spark {line} (running Spark {version}); it "
+        f"supports Spark {lines}. {advice}"
+    )

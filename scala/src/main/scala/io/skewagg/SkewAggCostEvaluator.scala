@@ -1,11 +1,10 @@
 package io.skewagg
 
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.adaptive.{Cost, CostEvaluator, SimpleCost, SimpleCostEvaluator}
+import org.apache.spark.sql.execution.adaptive.{Cost, CostEvaluator}
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
-import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf}
+import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf, SparkCostModel}
 
 /**
  * The adaptive-execution cost model for skewagg:
@@ -20,20 +19,9 @@ import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf}
  */
 class SkewAggCostEvaluator extends CostEvaluator {
   override def evaluateCost(plan: SparkPlan): Cost = {
-    val conf = SQLConf.get
-    val force = conf.getConf(SQLConf.ADAPTIVE_FORCE_OPTIMIZE_SKEWED_JOIN)
-    if (!SkewAggConf.enabled(conf)) {
-      SimpleCostEvaluator(force).evaluateCost(plan)
-    } else {
-      val shuffles = plan.collect {
-        case s: ShuffleExchangeLike if !PartialAggregates.isCheapExchange(s) => s
-      }.size
-      if (force) {
-        val skewJoins = plan.collect { case j: ShuffledJoin if j.isSkewJoin => j }.size
-        SimpleCost(-skewJoins.toLong << 32 | shuffles)
-      } else {
-        SimpleCost(shuffles)
-      }
-    }
+    val cheap = if (!SkewAggConf.enabled(SQLConf.get)) 0 else plan.collect {
+      case s: ShuffleExchangeLike if PartialAggregates.isCheapExchange(s) => s
+    }.size
+    SparkCostModel.costWithout(plan, uncounted = cheap)
   }
 }

@@ -3,11 +3,10 @@ package org.apache.spark.sql.skewagg
 import org.apache.spark.{ShuffleDependency, TaskContext}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeSet, BindReferences, Expression, GenericInternalRow, MutableProjection, NamedExpression, SortOrder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeSet, BindReferences, Expression, GenericInternalRow, NamedExpression, SortOrder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Final, Partial}
 import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShuffledRowRDD, SortExec, SparkPlan, SQLExecution, UnaryExecNode, UnsafeRowSerializer}
-import org.apache.spark.sql.execution.aggregate.SortBasedAggregationIterator
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter}
 
@@ -188,10 +187,10 @@ case class HotKeySplitAggregateExec(
           row
         }
         val buffer = if (partial.isEmpty || !counted.hasNext) None else {
-          val aggregated = new SortBasedAggregationIterator(context.partitionId(), grouping,
+          val aggregated = SortAggregationIterators.create(context.partitionId(), grouping,
             inputAttributes, counted, partial, partial.flatMap(_.aggregateFunction.aggBufferAttributes),
             0, grouping ++ partial.flatMap(_.aggregateFunction.inputAggBufferAttributes),
-            (expressions, schema) => MutableProjection.create(expressions, schema), new SQLMetric("sum"))
+            new SQLMetric("sum"))
           Some(aggregated.next().copy())
         }
         counted.foreach(_ => ()) // (a split holds one key: the aggregation read it all already)
@@ -273,10 +272,9 @@ case class HotKeySplitAggregateExec(
         }
         if (finalOthers.nonEmpty) {
           val buffers = splits.flatMap(s => counts(s).buffer)
-          val merged = new SortBasedAggregationIterator(0, grouping, finalInput, buffers.iterator,
+          val merged = SortAggregationIterators.create(0, grouping, finalInput, buffers.iterator,
             finalOthers, finalOthers.map(_.resultAttribute), grouping.size,
-            grouping ++ finalOthers.map(_.resultAttribute),
-            (expressions, schema) => MutableProjection.create(expressions, schema), new SQLMetric("sum"))
+            grouping ++ finalOthers.map(_.resultAttribute), new SQLMetric("sum"))
             .next()
           aggregateIndexOfOther.zipWithIndex.foreach { case (index, i) =>
             values(grouping.size + index) =

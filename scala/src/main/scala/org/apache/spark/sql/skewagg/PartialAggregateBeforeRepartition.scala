@@ -53,7 +53,7 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
         val withoutRepartition = agg.child.transformUp {
           case r: RepartitionByExpression if r eq repartition => r.child
         }
-        val planner = SparkShims.sessionState(session).planner
+        val planner = SessionStates.of(session).planner
         planner.Aggregation(agg.copy(child = withoutRepartition))
           .headOption
           .flatMap(moveExchangeAbovePartial(_, repartition, flushing = !SkewAggHints.forced(agg)))

@@ -2,12 +2,11 @@ package org.apache.spark.sql.skewagg
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, Expression, MutableProjection, NamedExpression, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, Expression, NamedExpression, SortOrder}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution}
 import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{PartitioningPreservingUnaryExecNode, SparkPlan}
-import org.apache.spark.sql.execution.aggregate.SortBasedAggregationIterator
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
 /**
@@ -94,8 +93,7 @@ object SingleKeyAggregateExec {
       keys: SQLMetric): Iterator[InternalRow] = {
     // The iterator's constructor reads the first row: an empty partition emits nothing.
     if (!sorted.hasNext) Iterator.empty
-    else new SortBasedAggregationIterator(partIndex, groupingAttributes, inputAttributes, sorted,
-      functions, aggregateAttributes, 0, resultExpressions,
-      (expressions, schema) => MutableProjection.create(expressions, schema), keys)
+    else SortAggregationIterators.create(partIndex, groupingAttributes, inputAttributes, sorted,
+      functions, aggregateAttributes, 0, resultExpressions, keys)
   }
 }

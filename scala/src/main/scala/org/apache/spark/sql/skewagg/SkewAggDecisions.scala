@@ -6,7 +6,6 @@ import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AQEShuffl
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
-import org.apache.spark.sql.execution.python.AggregateInPandasExec
 import org.apache.spark.sql.internal.SQLConf
 
 /**
@@ -43,7 +42,7 @@ object SkewAggDecisions {
   def explain(plan: SparkPlan): String = {
     val aggregates = nodes(plan).filter {
       case a: BaseAggregateExec => !PartialAggregates.isPartial(a)
-      case _: AggregateInPandasExec => true
+      case PythonAggregates(_, _) => true
       case _ => false
     }
     if (aggregates.isEmpty) return "skewagg: the query has no aggregate.\n"
@@ -71,9 +70,9 @@ object SkewAggDecisions {
       val keys = a.groupingExpressions.map(_.name).mkString(", ")
       val functions = a.aggregateExpressions.map(_.aggregateFunction.sql(false)).mkString(", ")
       s"group by [$keys] computing [$functions] (${a.nodeName})"
-    case p: AggregateInPandasExec =>
-      s"group by [${p.groupingExpressions.map(_.name).mkString(", ")}] computing " +
-        s"[${p.aggExpressions.map(_.aggregateFunction.sql(false)).mkString(", ")}] (${p.nodeName})"
+    case p @ PythonAggregates(grouping, aggregates) =>
+      s"group by [${grouping.map(_.name).mkString(", ")}] computing " +
+        s"[${aggregates.map(_.aggregateFunction.sql(false)).mkString(", ")}] (${p.nodeName})"
     case other => other.nodeName
   }
 
@@ -111,7 +110,7 @@ object SkewAggDecisions {
     if (rewrites.nonEmpty) return rewrites.map("rewritten: " + _).mkString("\n  ")
     (agg +: below).flatMap(_.getTagValue(Tag)).headOption.foreach(return _)
     agg match {
-      case _: AggregateInPandasExec =>
+      case PythonAggregates(_, _) =>
         return "left alone: a Python UDAF (pandas_udf) cannot be split into partial and final " +
           "halves."
       case _ =>
@@ -124,6 +123,9 @@ object SkewAggDecisions {
       return s"left alone: hint ${SkewAggHints.Forbid}."
     }
     partial match {
+      // Spark fused the two halves: skewagg's rules split such an aggregate as they split its
+      // partial half, so it is explained from its input the same way.
+      case None if FusedAggregates.isFused(agg) => decideFromInput(agg, conf, adaptiveNotRun)
       case None =>
         "left alone: Spark plans this aggregate in one phase (no partial aggregate), so " +
           "there is no partial result to exchange."

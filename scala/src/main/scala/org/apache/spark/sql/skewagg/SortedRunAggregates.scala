@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Expression, GenericInternalRow, UnsafeProjection}
-import org.apache.spark.sql.catalyst.expressions.aggregate.{ImperativeAggregate, TypedImperativeAggregate}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{ImperativeAggregate, SkewAggModeKeys, TypedImperativeAggregate}
 import org.apache.spark.sql.catalyst.trees.{TernaryLike, UnaryLike}
 import org.apache.spark.sql.catalyst.types.PhysicalDataType
 import org.apache.spark.sql.catalyst.util.GenericArrayData
@@ -56,7 +56,7 @@ final class SortedRun(
   var total: Long = 0L
 
   def add(value: Any, frequency: Long): Unit = {
-    if (rows == null) rows = new ExternalAppendOnlyUnsafeRowArray(inMemoryRows, spillRows)
+    if (rows == null) rows = SpillableRowArrays.create(inMemoryRows, spillRows)
     pair.update(0, value)
     pair.update(1, frequency)
     rows.add(toUnsafe(pair))
@@ -260,7 +260,8 @@ final class ModeRun {
  * counted as they pass. Ties: with `reverseOpt = Some(false)` (`mode() WITHIN GROUP (ORDER BY v
  * DESC)`) Spark returns the largest tied value, with `Some(true)` (`ORDER BY v`, or
  * `mode(v, true)`) the smallest; with None Spark returns any tied value (whichever its hash map
- * yields first), and this returns the smallest.
+ * yields first), and this returns the smallest. Values are counted as the running line's `mode`
+ * counts them (`SkewAggModeKeys`: from Spark 4.2, -0.0 as 0.0).
  */
 case class SortedRunMode(
     child: Expression,
@@ -277,6 +278,8 @@ case class SortedRunMode(
 
   @transient private lazy val ordering =
     PhysicalDataType.ordering(child.dataType).asInstanceOf[Ordering[AnyRef]]
+  /** The value Spark's `mode` counts an input value as (its line's key normalization). */
+  @transient private lazy val countedAs = SkewAggModeKeys.normalizer(child.dataType)
   private def largestWins: Boolean = reverseOpt.contains(false)
 
   override def createAggregationBuffer(): ModeRun = new ModeRun
@@ -284,7 +287,7 @@ case class SortedRunMode(
   override def update(buffer: ModeRun, input: InternalRow): ModeRun = {
     val value = child.eval(input)
     if (value != null) {
-      val v = value.asInstanceOf[AnyRef]
+      val v = countedAs(value).asInstanceOf[AnyRef]
       if (buffer.runValue == null || !ordering.equiv(buffer.runValue, v)) {
         closeRun(buffer)
         buffer.runValue = InternalRow.copyValue(v).asInstanceOf[AnyRef]

@@ -40,7 +40,9 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf, SkewAggConf.BUCKETED_ENABLED)) return plan
-    withCheapExchanges(plan, minAdded = 1)(splitSkewedBuckets)
+    FusedAggregates.splitWhere(plan, AggregatesOverBucketedScan.unapply(_).isDefined) {
+      withCheapExchanges(_, minAdded = 1)(splitSkewedBuckets)
+    }
   }
 
   /** `plan` with the topmost aggregate chain over a skewed bucketed scan split (not below it). */

@@ -36,10 +36,12 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
   import PartialAggregates._
 
   override def apply(plan: SparkPlan): SparkPlan = {
-    if (!SkewAggConf.enabled(conf, SkewAggConf.JOIN_SKEW_SPLIT_ENABLED) ||
-        !plan.exists(isCandidate)) {
-      return plan
-    }
+    if (!SkewAggConf.enabled(conf, SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)) return plan
+    FusedAggregates.splitWhere(plan, isCandidate)(splitJoins)
+  }
+
+  private def splitJoins(plan: SparkPlan): SparkPlan = {
+    if (!plan.exists(isCandidate)) return plan
     if (!costModelAccepts) {
       SplitSkewedJoinBelowAggregate.warnCostModelOnce()
       plan.foreach(p =>

@@ -33,7 +33,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf, SkewAggConf.REPARTITION_ENABLED)) return plan
-    plan.transformDown {
+    FusedAggregates.splitWhere(plan, isCandidate)(_.transformDown {
       // The partials already feed an exchange (multiple DISTINCTs): only split the read.
       case e: ShuffleExchangeExec if isCandidate(e.child) =>
         val partial = e.child
@@ -54,7 +54,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
               stage.shuffle.shuffleOrigin, stage.shuffle.advisoryPartitionSize)
           }
         }.getOrElse(partial)
-    }
+    })
   }
 
   private def isCandidate(plan: SparkPlan): Boolean = plan match {

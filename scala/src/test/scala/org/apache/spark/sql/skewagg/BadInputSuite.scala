@@ -47,7 +47,7 @@ class BadInputSuite extends SkewAggSuiteBase {
   test("a spark.skewagg.* key that is no setting is found, with the closest setting named") {
     val typo = "spark.skewagg.skew.facter"
     withSQLConf(typo -> "3") {
-      assert(WarnUnknownSkewAggSettings.unknownKeys(SparkShims.sessionState(spark).conf) ==
+      assert(WarnUnknownSkewAggSettings.unknownKeys(SessionStates.of(spark).conf) ==
         Seq(typo))
       assert(WarnUnknownSkewAggSettings.message(typo) ==
         "spark.skewagg.skew.facter is not a skewagg setting and has no effect; did you mean " +
@@ -55,7 +55,7 @@ class BadInputSuite extends SkewAggSuiteBase {
       // A warning, not an error: queries still run.
       assert(spark.range(10).groupBy((col("id") % 3).as("k")).count().collect().length == 3)
     }
-    assert(WarnUnknownSkewAggSettings.unknownKeys(SparkShims.sessionState(spark).conf).isEmpty)
+    assert(WarnUnknownSkewAggSettings.unknownKeys(SessionStates.of(spark).conf).isEmpty)
   }
 
   /** A session on the shared SparkContext with `spark.sql.extensions` set to `extensions`. */
@@ -75,7 +75,7 @@ class BadInputSuite extends SkewAggSuiteBase {
     val once = sessionWithExtensions("io.skewagg.SkewAggExtensions")
     val twice = sessionWithExtensions("io.skewagg.SkewAggExtensions,io.skewagg.SkewAggExtensions")
     def skewaggRules(s: SparkSession): Seq[String] = {
-      val state = SparkShims.sessionState(s)
+      val state = SessionStates.of(s)
       val all: Seq[AnyRef] = state.planner.strategies ++ state.analyzer.extendedCheckRules ++
         state.adaptiveRulesHolder.queryStagePrepRules ++
         state.adaptiveRulesHolder.queryStageOptimizerRules ++ state.columnarRules

@@ -19,7 +19,7 @@ class ExtensionRegistrationSuite extends SkewAggSuiteBase {
   }
 
   test("the planner strategy is registered in the session") {
-    val strategies = SparkShims.sessionState(spark).planner.strategies
+    val strategies = SessionStates.of(spark).planner.strategies
     assert(strategies.exists(_.isInstanceOf[PartialAggregateBeforeRepartition]))
   }
 

@@ -3,7 +3,6 @@ package org.apache.spark.sql.skewagg
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.execution.streaming.{MemoryStream, StreamExecution, StreamingQueryWrapper}
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.streaming.OutputMode
@@ -181,18 +180,15 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
 
   test("a streaming aggregate keeps Spark's plan") {
     val session = spark
-    implicit val ctx: org.apache.spark.sql.SQLContext = session.sqlContext
     import session.implicits._
-    val input = MemoryStream[Long]
-    input.addData(0L until 300L)
-    val query = input.toDF().select(($"value" % 10).as("k"), $"value".cast("double").as("v"))
+    val query = StreamingTestSources.longs(session, 0L until 300L)
+      .select(($"value" % 10).as("k"), $"value".cast("double").as("v"))
       .groupBy("k").agg(expr("percentile(v, 0.5)").as("p"))
       .writeStream.format("memory").queryName("single_key_streaming")
       .outputMode(OutputMode.Complete()).start()
     try {
       query.processAllAvailable()
-      val executed = query.asInstanceOf[StreamingQueryWrapper].streamingQuery
-        .asInstanceOf[StreamExecution].lastExecution.executedPlan
+      val executed = StreamingTestSources.lastPlan(query)
       assert(singleKey(executed).isEmpty, executed)
       assert(nodes[BaseAggregateExec](executed).nonEmpty, executed)
       val medians = spark.table("single_key_streaming").collect().map(r => r.getLong(0) -> r.getDouble(1)).toMap

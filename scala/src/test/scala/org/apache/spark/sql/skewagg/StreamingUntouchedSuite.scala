@@ -1,7 +1,6 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, ShuffleExchangeExec}
-import org.apache.spark.sql.execution.streaming.{MemoryStream, StreamExecution}
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.streaming.OutputMode
 
@@ -10,18 +9,15 @@ class StreamingUntouchedSuite extends SkewAggSuiteBase {
 
   test("a streaming repartition + aggregate keeps Spark's plan") {
     val session = spark
-    implicit val ctx: org.apache.spark.sql.SQLContext = session.sqlContext
     import session.implicits._
-    val input = MemoryStream[Long]
-    input.addData((0L until 200L) ++ Seq.fill(200)(0L))
-    val query = input.toDF().select(($"value" % 10).as("k"), $"value".as("v"))
+    val query = StreamingTestSources.longs(session, (0L until 200L) ++ Seq.fill(200)(0L))
+      .select(($"value" % 10).as("k"), $"value".as("v"))
       .repartition($"k").groupBy("k").agg(sum("v"))
       .writeStream.format("memory").queryName("streaming_untouched")
       .outputMode(OutputMode.Complete()).start()
     try {
       query.processAllAvailable()
-      val executed = query.asInstanceOf[org.apache.spark.sql.execution.streaming.StreamingQueryWrapper]
-        .streamingQuery.asInstanceOf[StreamExecution].lastExecution.executedPlan
+      val executed = StreamingTestSources.lastPlan(query)
       val userExchanges = collect(executed) {
         case e: ShuffleExchangeExec if e.shuffleOrigin == REPARTITION_BY_COL => e
       }

@@ -1,0 +1,91 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.sql.catalyst.expressions.aggregate.Complete
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
+import org.apache.spark.sql.execution.{SortExec, SparkPlan}
+import org.apache.spark.sql.execution.aggregate.{AggUtils, BaseAggregateExec}
+
+/**
+ * Spark's fused aggregates: where no exchange separates an aggregate's partial and final halves
+ * (over a shuffled join, a user repartition, a bucketed scan: the plans skewagg's run-time splits
+ * are for), Spark may plan one Complete-mode aggregate instead of the two halves.
+ * `spark.sql.execution.combineAdjacentAggregation` does so (Spark 4.3, on by default), and
+ * `spark.sql.execution.replaceHashWithSortAgg` does so over sorted input (every line, off by
+ * default). Both run after the exchanges are placed, before skewagg's physical rules.
+ *
+ * A fused aggregate holds the same grouping and aggregate expressions as the two halves, so it
+ * splits back into them exactly (`halves`: Spark's own planning of an aggregate without DISTINCT).
+ * A physical rule that rewrites a partial aggregate runs through [[splitWhere]]: the fused
+ * aggregates whose partial half it may rewrite are split for it, and the ones it leaves as they
+ * were are fused again, so a plan skewagg does not rewrite stays exactly Spark's.
+ */
+object FusedAggregates {
+  /** On a final half made by [[splitWhere]]: the fused aggregate and the partial half. */
+  private val SplitFrom = TreeNodeTag[(BaseAggregateExec, SparkPlan)]("skewagg.splitFrom")
+
+  /**
+   * A fused aggregate: one that requires its input clustered and aggregates it in one phase,
+   * every aggregate expression Complete, or with none (a grouping-only aggregate) over input that
+   * no partial aggregate of its own prepared.
+   */
+  def isFused(plan: SparkPlan): Boolean = plan match {
+    case agg: BaseAggregateExec if agg.requiredChildDistributionExpressions.exists(_.nonEmpty) =>
+      if (agg.aggregateExpressions.nonEmpty) agg.aggregateExpressions.forall(_.mode == Complete)
+      else !partialBelow(agg.child)
+    case _ => false
+  }
+
+  /** A partial aggregate below `plan`, through exchanges, sorts and row-local operators. */
+  private def partialBelow(plan: SparkPlan): Boolean = PartialAggregates.unwrap(plan) match {
+    case s: SortExec => partialBelow(s.child)
+    case a if PartialAggregates.isPartial(a) => true
+    case e if e.children.size == 1 && !e.isInstanceOf[BaseAggregateExec] &&
+        (PartialAggregates.belowRowLocal(e) ne e) => partialBelow(PartialAggregates.belowRowLocal(e))
+    case e: org.apache.spark.sql.execution.exchange.ShuffleExchangeLike => partialBelow(e.child)
+    case _ => false
+  }
+
+  /**
+   * `agg`, fused, as Spark plans its two halves: (final, partial), the final half reading the
+   * partial one, both linked to `agg`'s logical aggregate (hints and adaptive re-planning read
+   * it). None when `agg` is not fused or not planned as two halves.
+   */
+  def halves(agg: BaseAggregateExec): Option[(BaseAggregateExec, BaseAggregateExec)] = {
+    if (!isFused(agg)) return None
+    AggUtils.planAggregateWithoutDistinct(agg.groupingExpressions, agg.aggregateExpressions,
+      agg.resultExpressions, agg.child) match {
+      case Seq(top: BaseAggregateExec) => top.child match {
+        case partial: BaseAggregateExec =>
+          agg.logicalLink.foreach { l => top.setLogicalLink(l); partial.setLogicalLink(l) }
+          Some((top, partial))
+        case _ => None
+      }
+      case _ => None
+    }
+  }
+
+  /**
+   * `rule` applied to `plan` in which each fused aggregate whose partial half `candidate`
+   * accepts is split into its halves; where `rule` left such a partial half as it was, the two
+   * halves are fused again into the original aggregate (and a decision the rule recorded on the
+   * partial half moves to it).
+   */
+  def splitWhere(plan: SparkPlan, candidate: SparkPlan => Boolean)(
+      rule: SparkPlan => SparkPlan): SparkPlan = {
+    val split = plan.transformUp {
+      case agg: BaseAggregateExec if isFused(agg) =>
+        halves(agg).filter { case (_, partial) => candidate(partial) }.map { case (top, partial) =>
+          top.setTagValue(SplitFrom, (agg, partial))
+          top
+        }.getOrElse(agg)
+    }
+    if (split.fastEquals(plan)) return rule(plan)
+    rule(split).transformUp {
+      case top: BaseAggregateExec
+          if top.getTagValue(SplitFrom).exists(_._2.fastEquals(top.child)) =>
+        val (fused, partial) = top.getTagValue(SplitFrom).get
+        partial.getTagValue(SkewAggDecisions.Tag).foreach(SkewAggDecisions.record(fused, _))
+        fused
+    }
+  }
+}
