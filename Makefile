@@ -54,6 +54,7 @@ wheel: jar ## one wheel with every line's jar: dist/skewagg-<version>-py3-none-a
 	@ls -l dist/*.whl
 
 test: setup ## every test: Scala and Python on SPARK_LINE, then each other line's slice (the command CI runs)
+	@echo "== Spark $(SPARK_LINE): every test, started $$(date -u +%H:%M:%S) UTC"
 	$(MAKE) --no-print-directory test-scala
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-lines
@@ -66,9 +67,10 @@ test-python: setup ## Python tests on SPARK_LINE (pytest + chispa), including sp
 
 test-lines: ## the slice of tests each line other than SPARK_LINE runs
 	set -e; for line in $(OTHER_LINES); do $(MAKE) --no-print-directory test-line SPARK_LINE=$$line; done
+	@echo "== every line tested, $$(date -u +%H:%M:%S) UTC"
 
 test-line: setup ## one line's slice: every Scala suite (fuzz at 100 cases) and the Python tests above
-	@echo "== Spark $(SPARK_LINE)"
+	@echo "== Spark $(SPARK_LINE): slice started $$(date -u +%H:%M:%S) UTC"
 	SKEWAGG_FUZZ_CASES=$(LINE_FUZZ_CASES) build/sbt $(SBT_PROJECT)/test
 	$(WITH_JDK17) $(PY) -m pytest $(LINE_PYTHON_TESTS)
 

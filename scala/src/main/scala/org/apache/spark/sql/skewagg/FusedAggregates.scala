@@ -4,6 +4,7 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.Complete
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.{SortExec, SparkPlan}
 import org.apache.spark.sql.execution.aggregate.{AggUtils, BaseAggregateExec}
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 
 /**
  * Spark's fused aggregates: where no exchange separates an aggregate's partial and final halves
@@ -37,11 +38,11 @@ object FusedAggregates {
 
   /** A partial aggregate below `plan`, through exchanges, sorts and row-local operators. */
   private def partialBelow(plan: SparkPlan): Boolean = PartialAggregates.unwrap(plan) match {
-    case s: SortExec => partialBelow(s.child)
     case a if PartialAggregates.isPartial(a) => true
-    case e if e.children.size == 1 && !e.isInstanceOf[BaseAggregateExec] &&
-        (PartialAggregates.belowRowLocal(e) ne e) => partialBelow(PartialAggregates.belowRowLocal(e))
-    case e: org.apache.spark.sql.execution.exchange.ShuffleExchangeLike => partialBelow(e.child)
+    case s: SortExec => partialBelow(s.child)
+    case e: ShuffleExchangeLike => partialBelow(e.child)
+    case p if PartialAggregates.belowRowLocal(p) ne p =>
+      partialBelow(PartialAggregates.belowRowLocal(p))
     case _ => false
   }
 
