@@ -23,20 +23,22 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     // Function registry: skewagg_version(), how a session shows that skewagg is loaded.
     extensions.injectFunction(SkewAggVersionFunction.description)
     // Hint resolution: SKEW_AGG / NO_SKEW_AGG onto the aggregate they are written on.
-    extensions.injectHintResolutionRule(ResolveSkewAggHints)
+    extensions.injectHintResolutionRule(ResolveSkewAggHints(_))
     // Post-hoc resolution: a skewagg hint back on an aggregate that analysis rebuilt without it.
-    extensions.injectPostHocResolutionRule(RestoreSkewAggHints)
+    extensions.injectPostHocResolutionRule(RestoreSkewAggHints(_))
     // Analysis check: columns named by a skewagg hint exist.
-    extensions.injectCheckRule(CheckSkewAggHints)
+    extensions.injectCheckRule(CheckSkewAggHints(_))
     // Analysis check: warn about spark.skewagg.* keys that are no skewagg setting (typos).
     extensions.injectCheckRule(WarnUnknownSkewAggSettings(_))
-    // Optimization (pre-CBO): local aggregation of one side before a shuffled join (flushing, or
-    // full with SKEW_AGG), merged after the join's shuffle, finished above the join.
-    extensions.injectPreCBORule(LocalAggregateBeforeJoin)
-    // Physical planning: the partial and final aggregates that local aggregation creates.
-    extensions.injectPlannerStrategy(PlanPartialAndFinalAggregates)
+    // Physical planning, first of skewagg's strategies on aggregates (after every optimizer
+    // batch, so no optimizer rule reads its halves): local aggregation of one side before a
+    // shuffled join (flushing, or full with SKEW_AGG), merged after the join's shuffle, finished
+    // above the join.
+    extensions.injectPlannerStrategy(LocalAggregateBeforeJoin(_))
+    // Physical planning: the partial aggregates that local aggregation puts below the join.
+    extensions.injectPlannerStrategy(PlanPartialAggregates(_))
     // Physical planning: (flushing) partial aggregate below a user repartition.
-    extensions.injectPlannerStrategy(PartialAggregateBeforeRepartition)
+    extensions.injectPlannerStrategy(PartialAggregateBeforeRepartition(_))
     // Physical planning: holistic aggregates (percentile, mode) of batch queries, one key at a time.
     extensions.injectPlannerStrategy(PlanHolisticAggregatesSortBased(_))
     // Adaptive query-stage preparation: split a skewed user repartition below an aggregate.
