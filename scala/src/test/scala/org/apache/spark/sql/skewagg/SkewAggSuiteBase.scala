@@ -103,16 +103,8 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
     Differential(expected, runs.map { case (key, _, plan) => key -> plan }.toMap)
   }
 
-  /**
-   * The plan's tree string without expression ids, plan ids and codegen stage ids: equal for two
-   * plans of the same shape, including adaptive final plans.
-   */
-  protected def shape(plan: SparkPlan): String = plan.treeString
-    .replaceAll("#\\d+L?", "#")
-    .replaceAll("plan_id=\\d+", "plan_id")
-    .replaceAll("\\*\\(\\d+\\)", "*")
-    .replaceAll("QueryStage \\d+", "QueryStage")
-    .replaceAll("/tmp/[^,\\]]*", "/tmp")
+  /** The plan's shape: [[PlanShape.of]]. */
+  protected def shape(plan: SparkPlan): String = PlanShape.of(plan)
 
   /** The nodes of `plan` (through adaptive query stages) that are instances of `T`. */
   protected def nodes[T <: SparkPlan](plan: SparkPlan)(implicit tag: scala.reflect.ClassTag[T])
