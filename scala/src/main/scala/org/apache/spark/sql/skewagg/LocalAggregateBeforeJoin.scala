@@ -1,7 +1,8 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeSet, NamedExpression, PythonUDAF}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeSet, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.PythonUDAF
 import org.apache.spark.sql.catalyst.planning.{ExtractEquiJoinKeys, PhysicalAggregation}
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, TypedImperativeAggregate}
@@ -21,13 +22,13 @@ import org.apache.spark.sql.internal.SQLConf
  * left semi and left anti joins aggregating the left side; right outer joins aggregating the
  * right side.
  *
- * Produces: Spark's final aggregate of `(keys, aggs)` ([[FinalAggregates]]) over the join, planned by
- * Spark, of `PartialAggregate(S-keys, aggs, S)` with the other side, where S-keys are S's grouping columns and the columns the join condition reads
- * from it. A hot key's rows collapse before the join's shuffle. Exact for every partially
- * aggregatable function: a partial buffer joined to m rows is merged m times, which is what
- * aggregating each of its rows m times gives. When every aggregate is DISTINCT, S's rows are
- * deduplicated on S-keys and the DISTINCT columns instead, and the aggregate stays as it is:
- * DISTINCT ignores how often a row repeats.
+ * Produces: Spark's final aggregate of `(keys, aggs)` ([[FinalAggregates]]) over the join, planned
+ * by Spark, of `PartialAggregate(S-keys, aggs, S)` with the other side, where S-keys are S's
+ * grouping columns and the columns the join condition reads from it. A hot key's rows collapse
+ * before the join's shuffle. Exact for every partially aggregatable function: a partial buffer
+ * joined to m rows is merged m times, which is what aggregating each of its rows m times gives.
+ * When every aggregate is DISTINCT, S's rows are deduplicated on S-keys and the DISTINCT columns
+ * instead, and the aggregate stays as it is: DISTINCT ignores how often a row repeats.
  *
  * Before a join Spark will shuffle, the partial rows are also merged right after that shuffle
  * (a PartialMerge aggregate clustered on the side's join keys, when they are columns, and not

@@ -1,27 +1,27 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, NamedExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
-import org.apache.spark.sql.execution.{PlanLater, ProjectExec, SparkPlan, SparkStrategy}
+import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.{AggUtils, BaseAggregateExec}
 
 /**
  * The partial half of an aggregate as a logical operator: groups `child` by `groupingExpressions`
- * and outputs, per group, the keys and the aggregation buffers of `aggregateExpressions`, which
- * the final half above the join ([[FinalAggregates]]) merges (with no aggregate expressions: the
+ * and outputs, per group, the keys and the aggregation buffers of `aggregateExpressions`, which the
+ * final half above the join ([[FinalAggregates]]) merges (with no aggregate expressions: the
  * distinct keys). Created by [[LocalAggregateBeforeJoin]] below the join it plans, and planned
- * there: it never stands in a plan that an optimizer rule reads. With `flushing`, a group may be emitted in several rows
- * ([[FlushingPartialAggregateExec]]), which judges heavy keys by `shuffleKeys` as well (the join
- * keys of its side when Spark will shuffle that side on them, else Nil). With shuffle keys and
- * aggregate expressions, the partial rows are shuffled on `shuffleKeys`, the shuffle the join
- * needs anyway, and merged there (PartialMerge), so the join reads one row per group instead of
- * one per group and upstream task (or per input row, where the flushing aggregate passed rows
- * through). A deduplication (no aggregate expressions) is not merged: Spark's own plan above the
- * join deduplicates (keys, DISTINCT columns) again, so a merge after the shuffle would hash the
- * rows twice (benchmark, DISTINCT scenario, UNIFORM: 1.14x vanilla's wall time with the merge;
- * 1.00 without it, earlier run).
+ * there: it never stands in a plan that an optimizer rule reads. With `flushing`, a group may be
+ * emitted in several rows ([[FlushingPartialAggregateExec]]), which judges heavy keys by
+ * `shuffleKeys` as well (the join keys of its side when Spark will shuffle that side on them, else
+ * Nil). With shuffle keys and aggregate expressions, the partial rows are shuffled on
+ * `shuffleKeys`, the shuffle the join needs anyway, and merged there (PartialMerge), so the join
+ * reads one row per group instead of one per group and upstream task (or per input row, where the
+ * flushing aggregate passed rows through). A deduplication (no aggregate expressions) is not
+ * merged: Spark's own plan above the join deduplicates (keys, DISTINCT columns) again, so a merge
+ * after the shuffle would hash the rows twice (benchmark, DISTINCT scenario, UNIFORM: 1.14x
+ * vanilla's wall time with the merge; 1.00 without it, earlier run).
  */
 case class PartialAggregate(
     groupingExpressions: Seq[NamedExpression],

@@ -42,7 +42,7 @@ object PlanningFallback extends Logging {
   def recorded(node: TreeNode[_]): Seq[String] = node.getTagValue(Tag).getOrElse(Nil)
 
   /** `step(input)`, or `fallback` with the failure recorded on `input`. */
-  private def guarded[I <: TreeNode[_], O](name: String, input: I, fallback: => O)(step: => O): O = {
+  private def guarded[O](name: String, input: TreeNode[_], fallback: => O)(step: => O): O = {
     try {
       if (SQLConf.get.getConf(SkewAggConf.TEST_FAIL_RULE) == name) {
         throw new IllegalStateException(s"test fault injected into $name")

@@ -40,7 +40,8 @@ class OptimizerRulesSuite extends SkewAggSuiteBase {
   private def createLateralTables(): Unit = {
     spark.sql("CREATE OR REPLACE TEMPORARY VIEW t1(c1, c2) AS VALUES (0, 1), (1, 2)")
     spark.sql("CREATE OR REPLACE TEMPORARY VIEW t2(c1, c2) AS VALUES (0, 2), (0, 3)")
-    spark.sql("CREATE OR REPLACE TEMPORARY VIEW t4(c1, c2) AS VALUES (0, 1), (0, 2), (1, 1), (1, 3)")
+    spark.sql(
+      "CREATE OR REPLACE TEMPORARY VIEW t4(c1, c2) AS VALUES (0, 1), (0, 2), (1, 1), (1, 3)")
   }
 
   test("issue 23: sum of a narrow decimal above a shuffled join (DecimalAggregates)") {
