@@ -64,21 +64,30 @@ object PlanningFallback extends Logging {
 
   private def nameOf(step: AnyRef): String = step.getClass.getSimpleName.stripSuffix("$")
 
+  /** A guard, and the step it wraps (how tests list the steps registered in a session). */
+  trait Guarded {
+    def wrapped: AnyRef
+  }
+
   /** A logical (analysis) rule that returns its input when it fails. */
-  def logical(rule: Rule[LogicalPlan]): Rule[LogicalPlan] = new Rule[LogicalPlan] {
+  def logical(rule: Rule[LogicalPlan]): Rule[LogicalPlan] = new Rule[LogicalPlan] with Guarded {
+    override val wrapped: AnyRef = rule
     override val ruleName: String = nameOf(rule)
     override def apply(plan: LogicalPlan): LogicalPlan =
       guarded(ruleName, plan, plan)(rule(plan))
   }
 
   /** An analysis check that passes when it fails (other than by a skewagg analysis error). */
-  def check(rule: LogicalPlan => Unit): LogicalPlan => Unit = {
-    val name = nameOf(rule)
-    plan => guarded(name, plan, ())(rule(plan))
-  }
+  def check(rule: LogicalPlan => Unit): LogicalPlan => Unit =
+    new (LogicalPlan => Unit) with Guarded {
+      override val wrapped: AnyRef = rule
+      private val name = nameOf(rule)
+      override def apply(plan: LogicalPlan): Unit = guarded(name, plan, ())(rule(plan))
+    }
 
   /** A strategy that plans nothing when it fails, so Spark's own strategies plan the node. */
-  def strategy(strategy: SparkStrategy): SparkStrategy = new SparkStrategy {
+  def strategy(strategy: SparkStrategy): SparkStrategy = new SparkStrategy with Guarded {
+    override val wrapped: AnyRef = strategy
     private val name = nameOf(strategy)
     override def apply(plan: LogicalPlan): Seq[SparkPlan] =
       guarded(name, plan, Seq.empty[SparkPlan])(strategy(plan))
@@ -89,20 +98,23 @@ object PlanningFallback extends Logging {
    * one, so adaptive execution keeps checking its result against the plan's distribution.
    */
   def physical(rule: Rule[SparkPlan]): Rule[SparkPlan] = rule match {
-    case read: CoalescePartialResultExchanges => new AQEShuffleReadRule {
+    case read: CoalescePartialResultExchanges => new AQEShuffleReadRule with Guarded {
+      override val wrapped: AnyRef = read
       override val ruleName: String = nameOf(read)
       override protected def supportedShuffleOrigins: Seq[ShuffleOrigin] =
         read.supportedShuffleOrigins
       override def apply(plan: SparkPlan): SparkPlan = guarded(ruleName, plan, plan)(read(plan))
     }
-    case _ => new Rule[SparkPlan] {
+    case _ => new Rule[SparkPlan] with Guarded {
+      override val wrapped: AnyRef = rule
       override val ruleName: String = nameOf(rule)
       override def apply(plan: SparkPlan): SparkPlan = guarded(ruleName, plan, plan)(rule(plan))
     }
   }
 
   /** A columnar rule whose transition hooks return their input when they fail. */
-  def columnar(rule: ColumnarRule): ColumnarRule = new ColumnarRule {
+  def columnar(rule: ColumnarRule): ColumnarRule = new ColumnarRule with Guarded {
+    override val wrapped: AnyRef = rule
     private val name = nameOf(rule)
     override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
       override def apply(plan: SparkPlan): SparkPlan =
