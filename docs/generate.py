@@ -158,10 +158,10 @@ def examples(spark) -> Dict[str, Callable[[], str]]:  # type: ignore[no-untyped-
 
 PHASES = [
     ("Analysis", ["ResolveSkewAggHints (hint resolution)", "CheckSkewAggHints (check rule)"]),
-    ("Logical optimization", ["LocalAggregateBeforeJoin (pre-CBO rule)"]),
-    ("Physical planning", ["PlanPartialAndFinalAggregates (strategy; FlushingPartialAggregate)",
-                           "PartialAggregateBeforeRepartition (strategy)",
-                           "PlanHolisticAggregatesSortBased (strategy; SingleKeyAggregate)"]),
+    ("Physical planning\n(strategies)", ["LocalAggregateBeforeJoin",
+                                         "PlanPartialAggregates (FlushingPartialAggregate)",
+                                         "PartialAggregateBeforeRepartition",
+                                         "PlanHolisticAggregatesSortBased (SingleKeyAggregate)"]),
     ("Adaptive execution:\nquery-stage preparation",
      ["SplitSkewedShuffleBelowAggregate", "SplitSkewedJoinBelowAggregate",
       "SplitSkewedBucketsBelowAggregate", "SkewAggCostEvaluator (cost model)"]),

@@ -42,6 +42,20 @@ def test_local_aggregation_before_the_join_names_itself(spark: SparkSession) -> 
         spark.conf.unset(LOCAL_AGGREGATE)
 
 
+@pytest.mark.usefixtures("small_skew_settings")
+def test_a_failed_planning_step_falls_back_and_says_so(spark: SparkSession) -> None:
+    # The test-only fault switch makes the join rewrite throw while the query is planned.
+    spark.conf.set("spark.skewagg.test.failRule", "LocalAggregateBeforeJoin")
+    try:
+        df = fact(spark, skewed=True).join(dim(spark), "k").groupBy("k").agg(F.sum("v"))
+        text = skewagg.explain_text(df, run=True)
+        assert "fallback: LocalAggregateBeforeJoin failed while planning" in text
+        assert "before the join" not in text
+        assert df.count() == 1000
+    finally:
+        spark.conf.unset("spark.skewagg.test.failRule")
+
+
 @pytest.mark.usefixtures("small_skew_settings", "no_local_aggregate")
 def test_rewritten_join_after_the_query_ran(spark: SparkSession, capsys: pytest.CaptureFixture) -> None:
     df = fact(spark, skewed=True).join(dim(spark), "k").groupBy("k").agg(F.sum("v"))

@@ -3,6 +3,7 @@ package io.skewagg
 import org.apache.spark.SPARK_VERSION
 import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.skewagg._
+import org.apache.spark.sql.skewagg.PlanningFallback.{check, columnar, logical, physical, strategy}
 
 /**
  * The skewagg entry point: `spark.sql.extensions=io.skewagg.SkewAggExtensions`.
@@ -20,36 +21,40 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     // Listed twice in spark.sql.extensions: the rules are registered once.
     if (!RegisterOnce.firstTime(extensions)) return
 
+    // Every rule, check and strategy below is registered guarded: if it throws while planning,
+    // the query keeps Spark's own plan for that step, with one warning (PlanningFallback).
     // Function registry: skewagg_version(), how a session shows that skewagg is loaded.
     extensions.injectFunction(SkewAggVersionFunction.description)
     // Hint resolution: SKEW_AGG / NO_SKEW_AGG onto the aggregate they are written on.
-    extensions.injectHintResolutionRule(ResolveSkewAggHints)
+    extensions.injectHintResolutionRule(s => logical(ResolveSkewAggHints(s)))
     // Post-hoc resolution: a skewagg hint back on an aggregate that analysis rebuilt without it.
-    extensions.injectPostHocResolutionRule(RestoreSkewAggHints)
+    extensions.injectPostHocResolutionRule(s => logical(RestoreSkewAggHints(s)))
     // Analysis check: columns named by a skewagg hint exist.
-    extensions.injectCheckRule(CheckSkewAggHints)
+    extensions.injectCheckRule(s => check(CheckSkewAggHints(s)))
     // Analysis check: warn about spark.skewagg.* keys that are no skewagg setting (typos).
-    extensions.injectCheckRule(WarnUnknownSkewAggSettings(_))
-    // Optimization (pre-CBO): local aggregation of one side before a shuffled join (flushing, or
-    // full with SKEW_AGG), merged after the join's shuffle, finished above the join.
-    extensions.injectPreCBORule(LocalAggregateBeforeJoin)
-    // Physical planning: the partial and final aggregates that local aggregation creates.
-    extensions.injectPlannerStrategy(PlanPartialAndFinalAggregates)
+    extensions.injectCheckRule(s => check(WarnUnknownSkewAggSettings(s)))
+    // Physical planning, first of skewagg's strategies on aggregates (after every optimizer
+    // batch, so no optimizer rule reads its halves): local aggregation of one side before a
+    // shuffled join (flushing, or full with SKEW_AGG), merged after the join's shuffle, finished
+    // above the join.
+    extensions.injectPlannerStrategy(s => strategy(LocalAggregateBeforeJoin(s)))
+    // Physical planning: the partial aggregates that local aggregation puts below the join.
+    extensions.injectPlannerStrategy(s => strategy(PlanPartialAggregates(s)))
     // Physical planning: (flushing) partial aggregate below a user repartition.
-    extensions.injectPlannerStrategy(PartialAggregateBeforeRepartition)
+    extensions.injectPlannerStrategy(s => strategy(PartialAggregateBeforeRepartition(s)))
     // Physical planning: holistic aggregates (percentile, mode) of batch queries, one key at a time.
-    extensions.injectPlannerStrategy(PlanHolisticAggregatesSortBased(_))
+    extensions.injectPlannerStrategy(s => strategy(PlanHolisticAggregatesSortBased(s)))
     // Adaptive query-stage preparation: split a skewed user repartition below an aggregate.
-    extensions.injectQueryStagePrepRule(SplitSkewedShuffleBelowAggregate(_))
+    extensions.injectQueryStagePrepRule(s => physical(SplitSkewedShuffleBelowAggregate(s)))
     // Adaptive query-stage preparation: split a skewed join below an aggregate, exchange partials.
-    extensions.injectQueryStagePrepRule(SplitSkewedJoinBelowAggregate(_))
+    extensions.injectQueryStagePrepRule(s => physical(SplitSkewedJoinBelowAggregate(s)))
     // Adaptive query-stage preparation: read skewed buckets unbucketed below an aggregate.
-    extensions.injectQueryStagePrepRule(SplitSkewedBucketsBelowAggregate(_))
+    extensions.injectQueryStagePrepRule(s => physical(SplitSkewedBucketsBelowAggregate(s)))
     // Adaptive query-stage optimization: read the partial-result exchanges skewagg added in
     // coalesced partitions.
-    extensions.injectQueryStageOptimizerRule(CoalescePartialResultExchanges(_))
+    extensions.injectQueryStageOptimizerRule(s => physical(CoalescePartialResultExchanges(s)))
     // Before columnar transitions (non-adaptive plans' only post-exchange hook): the same
     // planning-time rewrites for plans that adaptive execution does not handle.
-    extensions.injectColumnar(PlanColumnarHook(_))
+    extensions.injectColumnar(s => columnar(PlanColumnarHook(s)))
   }
 }

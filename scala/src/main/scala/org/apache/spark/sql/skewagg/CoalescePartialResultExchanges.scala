@@ -27,7 +27,8 @@ import org.apache.spark.sql.internal.SQLConf
  */
 case class CoalescePartialResultExchanges(session: SparkSession) extends AQEShuffleReadRule {
 
-  override protected def supportedShuffleOrigins: Seq[ShuffleOrigin] = Seq(ENSURE_REQUIREMENTS)
+  /** Public, so [[PlanningFallback]]'s guard of this rule can say the same. */
+  override def supportedShuffleOrigins: Seq[ShuffleOrigin] = Seq(ENSURE_REQUIREMENTS)
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf, SkewAggConf.EXCHANGE_COALESCE_ENABLED)) return plan

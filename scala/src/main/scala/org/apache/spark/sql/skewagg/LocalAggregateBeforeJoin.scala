@@ -1,15 +1,20 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, PythonUDAF}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeSet, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.PythonUDAF
 import org.apache.spark.sql.catalyst.planning.{ExtractEquiJoinKeys, PhysicalAggregation}
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, TypedImperativeAggregate}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, BROADCAST, Join, LogicalPlan, Project}
-import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.{PlanLater, SparkPlan, SparkStrategy}
+import org.apache.spark.sql.internal.SQLConf
 
 /**
- * Logical rule (pre-CBO batch, after operator optimization).
+ * Planner strategy: rewrites the optimized plan while it is planned, after every optimizer batch,
+ * so no optimizer rule ever reads the partial and final halves it builds (see
+ * docs/architecture.md: rules such as DecimalAggregates and FoldablePropagation rewrite the
+ * expressions of every node they meet, and broke the halves when this was an optimizer rule).
  *
  * Matches: `Aggregate(keys, aggs)` over an equi-join (directly or through a column-pruning
  * Project) when every aggregate function reads only one side's columns (the aggregated side, S)
@@ -17,13 +22,13 @@ import org.apache.spark.sql.catalyst.rules.Rule
  * left semi and left anti joins aggregating the left side; right outer joins aggregating the
  * right side.
  *
- * Produces: `FinalAggregate(keys, aggs)` over the join of `PartialAggregate(S-keys, aggs, S)` with
- * the other side, where S-keys are S's grouping columns and the columns the join condition reads
- * from it. A hot key's rows collapse before the join's shuffle. Exact for every partially
- * aggregatable function: a partial buffer joined to m rows is merged m times, which is what
- * aggregating each of its rows m times gives. When every aggregate is DISTINCT, S's rows are
- * deduplicated on S-keys and the DISTINCT columns instead, and the aggregate stays as it is:
- * DISTINCT ignores how often a row repeats.
+ * Produces: Spark's final aggregate of `(keys, aggs)` ([[FinalAggregates]]) over the join, planned
+ * by Spark, of `PartialAggregate(S-keys, aggs, S)` with the other side, where S-keys are S's
+ * grouping columns and the columns the join condition reads from it. A hot key's rows collapse
+ * before the join's shuffle. Exact for every partially aggregatable function: a partial buffer
+ * joined to m rows is merged m times, which is what aggregating each of its rows m times gives.
+ * When every aggregate is DISTINCT, S's rows are deduplicated on S-keys and the DISTINCT columns
+ * instead, and the aggregate stays as it is: DISTINCT ignores how often a row repeats.
  *
  * Before a join Spark will shuffle, the partial rows are also merged right after that shuffle
  * (a PartialMerge aggregate clustered on the side's join keys, when they are columns, and not
@@ -39,23 +44,26 @@ import org.apache.spark.sql.catalyst.rules.Rule
  *
  * Refuses when skewagg or `spark.skewagg.join.localAggregate.enabled` is off, the aggregate has
  * the NO_SKEW_AGG hint, mixes DISTINCT and other aggregates, has FILTER clauses on DISTINCT,
- * nondeterministic or Python aggregates, groups by computed expressions, the Project in between computes columns,
- * the join type and aggregated side do not match as above, or (without the hint) it has holistic
- * aggregates (their partial buffers are as large as their input).
+ * nondeterministic or Python aggregates, groups by computed expressions other than constants,
+ * the Project in between computes columns, the join type and aggregated side do not match as
+ * above, or (without the hint) it has holistic aggregates (their partial buffers are as large as
+ * their input). DISTINCTs of several column sets reach it already expanded by Spark's
+ * RewriteDistinctAggregates (an aggregate over an Expand, not over the join): left alone.
  */
-case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalPlan] {
+case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy {
 
-  override def apply(plan: LogicalPlan): LogicalPlan = {
-    if (!SkewAggConf.enabled(conf, SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED)) return plan
-    plan.transformUp {
-      case agg: Aggregate if !agg.isStreaming && !SkewAggHints.forbidden(agg) =>
-        rewrite(agg, forced = SkewAggHints.forced(agg)).getOrElse(agg)
-    }
+  private def conf: SQLConf = SQLConf.get
+
+  override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
+    case agg: Aggregate if SkewAggConf.enabled(conf, SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED) &&
+        !agg.isStreaming && !SkewAggHints.forbidden(agg) =>
+      rewrite(agg, forced = SkewAggHints.forced(agg)).toSeq
+    case _ => Nil
   }
 
-  private def rewrite(agg: Aggregate, forced: Boolean): Option[LogicalPlan] = agg match {
+  private def rewrite(agg: Aggregate, forced: Boolean): Option[SparkPlan] = agg match {
     case PhysicalAggregation(grouping, aggregates, result, _)
-        if grouping.nonEmpty && grouping.forall(_.isInstanceOf[Attribute]) &&
+        if grouping.nonEmpty && grouping.forall(columnOrConstant) &&
           aggregates.nonEmpty && aggregates.forall(_.deterministic) &&
           !aggregates.exists(_.aggregateFunction.isInstanceOf[PythonUDAF]) &&
           (forced || !aggregates.exists(_.aggregateFunction.isInstanceOf[TypedImperativeAggregate[_]])) &&
@@ -70,12 +78,53 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends Rule[LogicalP
         keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
         local <- localSide(agg, aggregates, keys, projected, s, flushing = !forced,
           shuffleKeys = if (shuffled(join)) joinKeysOf(join, side) else Nil)
-      } yield {
-        val newJoin = if (side == "left") join.copy(left = local) else join.copy(right = local)
-        if (distinctOnly) agg.copy(child = newJoin)
-        else FinalAggregate(grouping, aggregates, result, newJoin)
-      }
+        newJoin = if (side == "left") join.copy(left = local) else join.copy(right = local)
+        planned <- plan(agg, newJoin, local, distinctOnly, grouping, aggregates, result)
+      } yield planned
     case _ => None
+  }
+
+  /**
+   * `agg` planned over `newJoin` (the join with `local` as one side): for DISTINCT-only
+   * aggregates Spark's own aggregate plan, else Spark's final aggregate of the partial buffers.
+   * The join is planned here, and every physical node planned from `newJoin` or `local` links to
+   * `agg` as its logical plan, as the nodes of Spark's own multi-phase aggregates do: adaptive
+   * execution's logical plan (the optimized plan, which holds `agg`, not `newJoin`) then finds the
+   * query stages below the rewrite, and re-plans `agg` from them.
+   */
+  private def plan(
+      agg: Aggregate,
+      newJoin: LogicalPlan,
+      local: LogicalPlan,
+      distinctOnly: Boolean,
+      grouping: Seq[NamedExpression],
+      aggregates: Seq[AggregateExpression],
+      result: Seq[NamedExpression]): Option[SparkPlan] = {
+    val planner = SparkShims.sessionState(session).planner
+    val join = planner.plan(newJoin).next()
+    join.foreach { node =>
+      if (node.logicalLink.exists(l => (l eq newJoin) || (l eq local))) {
+        node.setTagValue(SparkPlan.LOGICAL_PLAN_TAG, agg)
+      }
+    }
+    if (distinctOnly) {
+      planner.Aggregation(agg.copy(child = newJoin)).headOption.map(_.transformUp {
+        case PlanLater(p) if p eq newJoin => join
+      })
+    } else {
+      FinalAggregates.plan(grouping, aggregates, result, join)
+    }
+  }
+
+  /**
+   * A grouping key the rewrite takes: a column, or a constant (a literal key that Spark's
+   * optimizer kept, such as a foldable column of a CTE or of a decorrelated subquery), which the
+   * final aggregate computes and the partial one does not need.
+   */
+  private def columnOrConstant(key: NamedExpression): Boolean = key match {
+    case _: Attribute => true
+    case Alias(child, _) => child.foldable
+    case _ => false
   }
 
   /**

@@ -69,6 +69,11 @@ object SkewAggConf {
         Seq("abc", (min - 0.5).toString, "NaN", "Infinity")),
         (v: Double) => v >= min && !v.isInfinite)
 
+    /** Empty, or a name such as a class name: letters and digits. */
+    def nameOrEmpty: TypedConfigBuilder[String] =
+      checked(builder.stringConf, ValidValues("empty, or a name of letters and digits",
+        Seq("no such rule!", "1x")), (v: String) => v.matches("([A-Za-z][A-Za-z0-9]*)?"))
+
     def bytesAtLeast(min: Long): TypedConfigBuilder[Long] =
       checked(builder.bytesConf(ByteUnit.BYTE),
         ValidValues(s"a size of at least ${min}b, in bytes or with a unit such as 512k, 16m, 1g",
@@ -321,6 +326,16 @@ object SkewAggConf {
       .version("0.1.0")
       .intAtLeast(1)
       .createWithDefault(Int.MaxValue))
+
+  val TEST_FAIL_RULE: ConfigEntry[String] = listed(
+    buildConf("spark.skewagg.test.failRule")
+      .internal()
+      .doc("Tests only: the skewagg rule or strategy of this name (its class name, such as " +
+        "LocalAggregateBeforeJoin) throws where it runs, so tests can check that the query " +
+        "falls back to Spark's own plan for that step (PlanningFallback).")
+      .version("0.1.0")
+      .nameOrEmpty
+      .createWithDefault(""))
 
   /** Every entry, in declaration order. */
   def entries: Seq[ConfigEntry[_]] = registered

@@ -16,7 +16,8 @@ import org.apache.spark.sql.internal.SQLConf
  *
  * Rewrites name themselves through their [[SkewAggLocalStageExec]] marker. A rule that declines
  * for a reason the plan does not show records it where it decides, with [[record]] (a tag on the
- * aggregate it looked at). Every other refusal is read from the executed plan with the rules' own
+ * aggregate it looked at). A planning step that failed and kept Spark's plan says so first
+ * ([[PlanningFallback]]). Every other refusal is read from the executed plan with the rules' own
  * tests: the hint, the switch, the sizes of the materialized shuffle below (skewagg's
  * [[SkewedPartitions]] thresholds), or the shape of the plan.
  */
@@ -45,12 +46,21 @@ object SkewAggDecisions {
       case PythonAggregates(_, _) => true
       case _ => false
     }
-    if (aggregates.isEmpty) return "skewagg: the query has no aggregate.\n"
+    val fellBack = fallbacks(plan).map(f => s"fallback: $f\n").mkString
+    if (aggregates.isEmpty) return fellBack + "skewagg: the query has no aggregate.\n"
     val adaptive = unfinishedAdaptive(plan)
-    aggregates.zipWithIndex.map { case (agg, i) =>
+    fellBack + aggregates.zipWithIndex.map { case (agg, i) =>
       s"aggregate ${i + 1}: ${label(agg)}\n  ${decide(agg, adaptive)}\n"
     }.mkString
   }
+
+  /**
+   * The planning steps that failed and kept Spark's plan ([[PlanningFallback]]), as recorded on
+   * the plan's nodes or on the logical plans they were planned from.
+   */
+  private def fallbacks(plan: SparkPlan): Seq[String] = nodes(plan).flatMap { node =>
+    PlanningFallback.recorded(node) ++ node.logicalLink.toSeq.flatMap(PlanningFallback.recorded)
+  }.distinct
 
   /** Every node of `plan`, into adaptive plans and query stages, top down. */
   private def nodes(plan: SparkPlan): Seq[SparkPlan] = plan match {

@@ -11,7 +11,7 @@ object GenerateConfigDocs {
   val relativePath = "docs/configs.md"
 
   def render(): String = {
-    val rows = SkewAggConf.entries.map { e =>
+    val rows = SkewAggConf.entries.filter(_.isPublic).map { e =>
       val doc = e.doc.replace("|", "\\|").replace("\n", " ")
       val valid = SkewAggConf.validValues(e).description
       s"| `${e.key}` | `${e.defaultValueString}` | $valid | $doc | ${e.version} |"

@@ -106,18 +106,6 @@ class KillSwitchSuite extends SkewAggSuiteBase {
     }
   }
 
-  /**
-   * Equal plan shapes, or equal up to the order of items within a line: Spark's
-   * RewriteDistinctAggregates orders the Expand projections of several DISTINCT groups by
-   * hash (a HashMap keyed by sets of expressions whose hashes include expression ids), and ids
-   * differ between two analyses of the same query. Operators and lines, in order, still match.
-   */
-  private def sameUpToOrder(a: String, b: String): Boolean = {
-    def tokens(plan: String) = plan.split("\n").toSeq
-      .map(line => "[A-Za-z_][A-Za-z0-9_.]*|\\d+|[^\\s,\\[\\]()]".r.findAllIn(line).toSeq.sorted)
-    a == b || tokens(a) == tokens(b)
-  }
-
   test(s"over $CorpusCases fuzz cases of seed $CorpusSeed: switched off at run time, every " +
       "plan is vanilla Spark's") {
     val vanilla = SharedSkewAggSession.vanilla
@@ -129,7 +117,9 @@ class KillSwitchSuite extends SkewAggSuiteBase {
       val Seq(expected) = runCase(vanilla, c, Seq(true), execute)
       (c, on, off, expected)
     } finally spark.sparkContext.setLogLevel("WARN")
-    val different = results.filter { case (_, _, off, expected) => !sameUpToOrder(off, expected) }
+    val different = results.filter { case (_, _, off, expected) =>
+      !PlanShape.sameUpToOrder(off, expected)
+    }
     assert(different.isEmpty, s"${different.size} plans differ (cases " +
       s"${different.map(_._1.index).mkString(", ")}); the first:" +
       different.take(2).map { case (c, _, off, expected) =>

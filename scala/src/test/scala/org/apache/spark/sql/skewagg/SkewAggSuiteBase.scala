@@ -71,10 +71,13 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
   /**
    * Runs `query` with `spark.skewagg.enabled` false and true, each with adaptive execution off and
    * on, and fails unless all four give the same rows (any order; floating point compared with a
-   * relative tolerance, as Spark's own aggregate tests do). Returns the rows and the four plans.
+   * relative tolerance, as Spark's own aggregate tests do), or if a skewagg planning step fell
+   * back to Spark's plan ([[PlanningFallback]]) without a test fault asking for it. Returns the
+   * rows and the four plans.
    */
   protected def differential(query: SparkSession => DataFrame, conf: (String, String)*)(
       implicit pos: Position): Differential = {
+    val fallbacksBefore = PlanningFallback.count
     val runs = for {
       adaptive <- Seq(false, true)
       on <- Seq(false, true)
@@ -93,19 +96,15 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
         fail(s"skewagg=$on adaptive=$adaptive changed the result: $diff\nplan:\n$plan")
       }
     }
+    if (!conf.exists(_._1 == SkewAggConf.TEST_FAIL_RULE.key)) {
+      assert(PlanningFallback.count == fallbacksBefore,
+        s"a skewagg planning step fell back: ${PlanningFallback.last}")
+    }
     Differential(expected, runs.map { case (key, _, plan) => key -> plan }.toMap)
   }
 
-  /**
-   * The plan's tree string without expression ids, plan ids and codegen stage ids: equal for two
-   * plans of the same shape, including adaptive final plans.
-   */
-  protected def shape(plan: SparkPlan): String = plan.treeString
-    .replaceAll("#\\d+L?", "#")
-    .replaceAll("plan_id=\\d+", "plan_id")
-    .replaceAll("\\*\\(\\d+\\)", "*")
-    .replaceAll("QueryStage \\d+", "QueryStage")
-    .replaceAll("/tmp/[^,\\]]*", "/tmp")
+  /** The plan's shape: [[PlanShape.of]]. */
+  protected def shape(plan: SparkPlan): String = PlanShape.of(plan)
 
   /** The nodes of `plan` (through adaptive query stages) that are instances of `T`. */
   protected def nodes[T <: SparkPlan](plan: SparkPlan)(implicit tag: scala.reflect.ClassTag[T])

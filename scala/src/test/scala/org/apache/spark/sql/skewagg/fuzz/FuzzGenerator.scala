@@ -9,7 +9,7 @@ import scala.util.Random
  * runs share (only `spark.skewagg.enabled` differs between them).
  */
 case class FuzzCase(seed: Long, index: Int, setup: Seq[String], query: String,
-    conf: Seq[(String, String)], cleanup: Seq[String]) {
+    conf: Seq[(String, String)], cleanup: Seq[String], shape: String) {
 
   /** A self-contained reproduction: paste into spark-sql (or spark.sql) with skewagg loaded. */
   def repro: String = {
@@ -24,14 +24,18 @@ case class FuzzCase(seed: Long, index: Int, setup: Seq[String], query: String,
  * Seeded generator of random data and aggregate queries over it: keys of several types with
  * nulls, NaN and -0.0; skewed, uniform, empty, single-key and few-key data; values with NaN,
  * infinities, decimals and nulls; aggregates of every family with DISTINCT, FILTER, HAVING,
- * GROUPING SETS / ROLLUP / CUBE; over plain scans, subqueries, user repartitions, joins of every
- * type and bucketed tables; hints; adaptive execution, ANSI, codegen, partition counts and
+ * GROUPING SETS / ROLLUP / CUBE, grouping by literals and expressions; over plain scans,
+ * subqueries, user repartitions, joins of every type (null-safe keys too), self-joins, bucketed
+ * tables, EXISTS / IN subqueries (semi and anti joins) and CTEs read twice; LATERAL subqueries
+ * and correlated scalar subqueries that aggregate over joins (which Spark decorrelates into
+ * aggregates over domain joins); hints; adaptive execution, ANSI, codegen, partition counts and
  * skewagg's thresholds varied (low, so rewrites fire often). Case `i` of seed `s` is always the
  * same case.
  */
 object FuzzGenerator {
 
-  private val KeyTypes = Seq("INT", "BIGINT", "STRING", "DATE", "DECIMAL(10,2)", "DOUBLE")
+  private val KeyTypes =
+    Seq("INT", "BIGINT", "STRING", "DATE", "DECIMAL(10,2)", "DECIMAL(4,1)", "DOUBLE")
 
   def generate(seed: Long, index: Int): FuzzCase = {
     val r = new Random(seed * 1000003L + index)
@@ -43,11 +47,19 @@ object FuzzGenerator {
       case "empty" => 0
       case _ => 1 + r.nextInt(1500)
     }
-    val partitions = pick(r, Seq(1, 4, 8, 8))
+    // 0: no REPARTITION hint. Spark pushes a semi or anti join below a round-robin repartition
+    // (PushDownLeftSemiAntiJoin), so only without one does an aggregate sit on such a join.
+    val partitions = pick(r, Seq(0, 0, 1, 4, 8, 8))
     val fact = factTable(r, keyType, keys, distribution, rows, partitions)
     val dim = dimTable(r, keyType, keys)
     val source = pick(r, Seq("plain", "subquery", "repartition", "repartition", "join", "join",
-      "join", "join", "bucketed"))
+      "join", "join", "bucketed", "nullsafe", "selfjoin", "exists", "in", "cte", "lateral",
+      "scalar"))
+    val tables = Seq(fact, dim)
+    val dropTables = Seq("DROP VIEW IF EXISTS t1", "DROP VIEW IF EXISTS t2")
+    if (source == "lateral" || source == "scalar") {
+      return FuzzCase(seed, index, tables, correlated(r, source), settings(r), dropTables, source)
+    }
     val (from, extraSetup, cleanup, joinType) = source match {
       case "plain" => ("t1 f", Nil, Nil, "")
       case "subquery" => ("(SELECT * FROM t1 WHERE vi IS NULL OR vi > -500) f", Nil, Nil, "")
@@ -71,10 +83,27 @@ object FuzzGenerator {
         val buckets = pick(r, Seq(2, 4))
         ("b1 f", Seq(s"CREATE TABLE b1 USING parquet CLUSTERED BY (k1) INTO $buckets BUCKETS " +
           "AS SELECT * FROM t1"), Seq("DROP TABLE IF EXISTS b1"), "")
+      case "nullsafe" =>
+        val jt = pick(r, Seq("JOIN", "LEFT JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN"))
+        (s"t1 f $jt t2 d ON f.k1 <=> d.k1", Nil, Nil, jt)
+      case "selfjoin" =>
+        ("t1 f JOIN (SELECT k1, max(k2) AS attr FROM t1 GROUP BY k1) d ON f.k1 = d.k1", Nil, Nil,
+          "JOIN")
+      case "exists" =>
+        val not = pick(r, Seq("", "NOT "))
+        (s"t1 f WHERE ${not}EXISTS (SELECT 1 FROM t2 d WHERE d.k1 = f.k1 AND d.attr > 1)", Nil,
+          Nil, "")
+      case "in" =>
+        val not = pick(r, Seq("", "NOT "))
+        (s"t1 f WHERE f.k1 ${not}IN (SELECT k1 FROM t2 WHERE attr < 3)", Nil, Nil, "")
+      case "cte" =>
+        ("f0 f JOIN t2 d ON f.k1 = d.k1 WHERE f.k2 IN (SELECT k2 FROM f0 WHERE vi > 0)", Nil, Nil,
+          "JOIN")
     }
     val dimColumns = joinType.nonEmpty && !joinType.contains("SEMI") && !joinType.contains("ANTI")
-    val grouping = pick(r, Seq("k", "k", "k", "k2", "sets", "rollup", "cube") ++
-      (if (dimColumns) Seq("attr", "attr") else Nil))
+    val grouping = pick(r, Seq("k", "k", "k", "k2", "sets", "rollup", "cube", "literal", "expr") ++
+      (if (dimColumns) Seq("attr", "attr") else Nil) ++
+      (if (source == "cte") Seq("foldable", "foldable") else Nil))
     val (groupCols, groupBy) = grouping match {
       case "k" => (Seq("f.k1"), "GROUP BY f.k1")
       case "k2" => (Seq("f.k1", "f.k2"), "GROUP BY f.k1, f.k2")
@@ -83,19 +112,49 @@ object FuzzGenerator {
         "GROUP BY GROUPING SETS ((f.k1), (f.k1, f.k2), ())")
       case "rollup" => (Seq("f.k1", "f.k2", "grouping_id()"), "GROUP BY ROLLUP(f.k1, f.k2)")
       case "cube" => (Seq("f.k1", "f.k2", "grouping_id()"), "GROUP BY CUBE(f.k1, f.k2)")
+      case "literal" => (Seq("f.k1", "'x'"), "GROUP BY f.k1, 'x'")
+      case "expr" => (Seq("f.k2 + 1"), "GROUP BY f.k2 + 1")
+      // The CTE's constant column: Spark's optimizer folds it into a literal grouping key.
+      case "foldable" => (Seq("f.five", "f.k1"), "GROUP BY f.five, f.k1")
     }
     val aggregates = Seq.fill(1 + r.nextInt(4))(aggregate(r, dimColumns)).distinct
     val having = if (r.nextInt(4) == 0) " HAVING count(*) > 1" else ""
     val hint = pick(r, Seq("", "", "", "/*+ SKEW_AGG */ ", "/*+ NO_SKEW_AGG */ "))
     val select = (groupCols ++ aggregates.zipWithIndex.map { case (a, i) => s"$a AS a$i" })
       .mkString(", ")
-    val query = s"SELECT $hint$select FROM $from $groupBy$having"
-    FuzzCase(seed, index, Seq(fact, dim) ++ extraSetup, query, settings(r),
-      cleanup ++ Seq("DROP VIEW IF EXISTS t1", "DROP VIEW IF EXISTS t2"))
+    val cte =
+      if (source == "cte") "WITH f0 AS (SELECT 5 AS five, * FROM t1 WHERE vi > -900) " else ""
+    val query = s"${cte}SELECT $hint$select FROM $from $groupBy$having"
+    FuzzCase(seed, index, tables ++ extraSetup, query, settings(r), cleanup ++ dropTables, source)
+  }
+
+  /**
+   * A query whose aggregate over a join is correlated with an outer row: a LATERAL subquery or
+   * a scalar subquery, which Spark decorrelates into an aggregate over a join grouped by the
+   * outer columns (or by a literal, or over a domain join), the shapes of issue 23.
+   */
+  private def correlated(r: Random, kind: String): String = {
+    val aggregates = Seq.fill(1 + r.nextInt(3))(pick(r, Mergeable)).distinct
+    val inner = pick(r, Seq(
+      "FROM t1 f JOIN t2 x ON f.k1 = x.k1 WHERE f.k1 = d.k1",
+      "FROM (SELECT * FROM t1 WHERE t1.k2 <= d.attr) f LEFT SEMI JOIN t2 x ON f.k1 <=> x.k1",
+      "FROM t1 f JOIN t2 x ON f.k1 <=> x.k1 WHERE f.k2 = d.attr",
+      "FROM (SELECT * FROM t1 WHERE t1.k1 = d.k1) f JOIN t1 g ON f.k2 = g.k2 AND g.vi > 900"))
+    kind match {
+      case "lateral" if r.nextInt(4) == 0 =>
+        "SELECT d.k1, l.* FROM t2 d, LATERAL (SELECT count(*) AS n FROM " +
+          "(SELECT count(*) AS cnt FROM t1 WHERE t1.k1 = d.k1) c JOIN t2 x ON c.cnt = x.attr) l"
+      case "lateral" =>
+        val select = aggregates.zipWithIndex.map { case (a, i) => s"$a AS a$i" }.mkString(", ")
+        s"SELECT d.k1, d.attr, l.* FROM t2 d JOIN LATERAL (SELECT $select $inner) l"
+      case "scalar" =>
+        s"SELECT d.k1, d.attr, (SELECT ${aggregates.head} $inner) AS s FROM t2 d"
+    }
   }
 
   private val Mergeable = Seq(
-    "sum(f.vi)", "sum(f.vl)", "sum(f.vd)", "sum(f.vf)", "avg(f.vd)", "avg(f.vf)", "avg(f.vi)",
+    "sum(f.vi)", "sum(f.vl)", "sum(f.vd)", "sum(f.vn)", "avg(f.vn)", "sum(f.vf)", "avg(f.vd)",
+    "avg(f.vf)", "avg(f.vi)",
     "count(*)", "count(f.vs)", "min(f.vs)", "max(f.vf)", "min(f.vd)", "max(f.vi)",
     "stddev(f.vf)", "variance(f.vi)", "var_pop(f.vd)", "bool_and(f.vi > 0)", "bool_or(f.vf > 0)",
     "approx_count_distinct(f.vs)", "sum(f.vi) FILTER (WHERE f.vf > 0)",
@@ -135,7 +194,10 @@ object FuzzGenerator {
     "spark.skewagg.singleKey.split.maxSplits" -> pick(r, Seq("2", "7", "256")),
     "spark.skewagg.singleKey.split.sampleFraction" -> pick(r, Seq("0.1", "1.0")))
 
-  /** `t1(k1, k2, vi, vl, vd, vf, vs)` as a VALUES view read in `partitions` partitions. */
+  /**
+   * `t1(k1, k2, vi, vl, vd, vn, vf, vs)` as a VALUES view read in `partitions` partitions (0: as
+   * Spark reads a VALUES list).
+   */
   private def factTable(r: Random, keyType: String, keys: Int, distribution: String, rows: Int,
       partitions: Int): String = {
     val values = (0 until rows).map { _ =>
@@ -150,18 +212,22 @@ object FuzzGenerator {
         maybeNull(r, "INT", (r.nextInt(2001) - 1000).toString),
         maybeNull(r, "BIGINT", (if (r.nextInt(100) == 0) Long.MaxValue / 3 else r.nextInt(100000).toLong).toString + "L"),
         maybeNull(r, "DECIMAL(10,2)", f"CAST('${r.nextInt(200000) / 100.0 - 1000}%.2f' AS DECIMAL(10,2))"),
+        maybeNull(r, "DECIMAL(7,2)",
+          f"CAST('${r.nextInt(20000) / 100.0 - 100}%.2f' AS DECIMAL(7,2))"),
         maybeNull(r, "DOUBLE", doubleLiteral(r)),
         maybeNull(r, "STRING", s"'s${r.nextInt(6)}'")
       ).mkString("(", ", ", ")")
     }
-    val schema = s"k1 $keyType, k2 INT, vi INT, vl BIGINT, vd DECIMAL(10,2), vf DOUBLE, vs STRING"
+    val schema = s"k1 $keyType, k2 INT, vi INT, vl BIGINT, vd DECIMAL(10,2), vn DECIMAL(7,2), " +
+      "vf DOUBLE, vs STRING"
     if (values.isEmpty) {
       s"CREATE OR REPLACE TEMPORARY VIEW t1 AS SELECT * FROM (SELECT " +
         schema.split(", ").map { c => val Array(n, t) = c.split(" ", 2); s"CAST(NULL AS $t) AS $n" }
           .mkString(", ") + ") WHERE false"
     } else {
-      s"CREATE OR REPLACE TEMPORARY VIEW t1 AS SELECT /*+ REPARTITION($partitions) */ * FROM " +
-        s"VALUES ${values.mkString(", ")} AS t(k1, k2, vi, vl, vd, vf, vs)"
+      val hint = if (partitions > 0) s"/*+ REPARTITION($partitions) */ " else ""
+      s"CREATE OR REPLACE TEMPORARY VIEW t1 AS SELECT $hint* FROM " +
+        s"VALUES ${values.mkString(", ")} AS t(k1, k2, vi, vl, vd, vn, vf, vs)"
     }
   }
 
@@ -181,6 +247,7 @@ object FuzzGenerator {
     case "STRING" => s"'k$key'"
     case "DATE" => s"DATE'${LocalDate.of(2020, 1, 1).plusDays(key)}'"
     case "DECIMAL(10,2)" => s"CAST('$key.25' AS DECIMAL(10,2))"
+    case "DECIMAL(4,1)" => s"CAST('$key.5' AS DECIMAL(4,1))"
     // Key 0 is written as 0.0 or -0.0 at random: Spark groups them together; so must skewagg.
     case "DOUBLE" if key == 0 => if (r.nextBoolean()) "CAST('-0.0' AS DOUBLE)" else "CAST('0.0' AS DOUBLE)"
     case "DOUBLE" if key == 1 => "CAST('NaN' AS DOUBLE)"

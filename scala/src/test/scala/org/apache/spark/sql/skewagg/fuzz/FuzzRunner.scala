@@ -4,39 +4,63 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.SparkThrowable
 import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
-import org.apache.spark.sql.skewagg.{RowComparison, SharedSkewAggSession}
+import org.apache.spark.sql.skewagg.{PlanningFallback, PlanShape, RowComparison}
+import org.apache.spark.sql.skewagg.{SharedSkewAggSession, SkewAggConf}
 
-/** What running one case found. */
-case class FuzzOutcome(fuzzCase: FuzzCase, failure: Option[String], rewritten: Boolean,
-    error: Option[String])
+/**
+ * What running one case found: a failure, the skewagg rewrites in its plan (names of
+ * [[FuzzRunner.Rewrites]]), and the error both runs failed with, if any.
+ */
+case class FuzzOutcome(fuzzCase: FuzzCase, failure: Option[String], rewrites: Set[String],
+    error: Option[String]) {
+  def rewritten: Boolean = rewrites.nonEmpty
+}
+
+/** One run of a case's query: its rows and executed plan, or its error's condition. */
+private case class Attempt(result: Either[String, Seq[Row]], plan: Option[SparkPlan])
 
 /**
  * Runs [[FuzzCase]]s: each with skewagg off and on under the case's settings, comparing the
  * rows (any order, floating point with a relative tolerance) or, when the query fails, the
- * error condition (an overflow under ANSI must fail both ways).
+ * error condition (an overflow under ANSI must fail both ways). Also a failure: a skewagg
+ * planning step that fell back ([[PlanningFallback]]), and a case skewagg left alone whose plan
+ * with skewagg on differs from vanilla Spark's (a session without the extension).
  */
 object FuzzRunner {
 
-  def run(spark: SparkSession, c: FuzzCase): FuzzOutcome = {
+  def run(spark: SparkSession, c: FuzzCase,
+      vanilla: SparkSession = SharedSkewAggSession.vanilla): FuzzOutcome = {
+    val fallbacksBefore = PlanningFallback.count
+    val (off, on) = withCase(spark, c) {
+      (attempt(spark, c.query, Some(false)), attempt(spark, c.query, Some(true)))
+    }
+    val rewrites = on.plan.map(rewritesIn).getOrElse(Set.empty)
+    val failure = ((off.result, on.result) match {
+      case (Right(expected), Right(actual)) => RowComparison.difference(expected, actual)
+      case (Left(e1), Left(e2)) if e1 == e2 => None
+      case (Left(e1), Left(e2)) => Some(s"skewagg off failed with $e1, on with $e2")
+      case (Left(e), Right(_)) => Some(s"skewagg off failed with $e, on returned rows")
+      case (Right(_), Left(e)) => Some(s"skewagg on failed with $e, off returned rows")
+    }).orElse {
+      if (PlanningFallback.count == fallbacksBefore) None
+      else Some(s"a skewagg planning step fell back: ${PlanningFallback.last}")
+    }.orElse {
+      on.plan.filter(_ => rewrites.isEmpty).flatMap(plan => differsFromVanilla(vanilla, c, plan))
+    }
+    FuzzOutcome(c, failure, rewrites, off.result.left.toOption)
+  }
+
+  /** `body` with the case's settings and tables in `spark`; restored and dropped afterwards. */
+  private def withCase[T](spark: SparkSession, c: FuzzCase)(body: => T): T = {
     val conf = spark.conf
-    val keys = c.conf.map(_._1) :+ "spark.skewagg.enabled"
+    val keys = c.conf.map(_._1) :+ SkewAggConf.ENABLED.key
     val saved = keys.map(k => k -> conf.getOption(k))
     try {
       c.conf.foreach { case (k, v) => conf.set(k, v) }
       c.setup.foreach(spark.sql)
-      val off = attempt(spark, c.query, on = false)
-      val on = attempt(spark, c.query, on = true)
-      val failure = (off, on) match {
-        case (Right((expected, _)), Right((actual, _))) =>
-          RowComparison.difference(expected, actual)
-        case (Left(e1), Left(e2)) if e1 == e2 => None
-        case (Left(e1), Left(e2)) => Some(s"skewagg off failed with $e1, on with $e2")
-        case (Left(e), Right(_)) => Some(s"skewagg off failed with $e, on returned rows")
-        case (Right(_), Left(e)) => Some(s"skewagg on failed with $e, off returned rows")
-      }
-      val rewritten = on.exists(_._2)
-      FuzzOutcome(c, failure, rewritten, off.left.toOption)
+      body
     } finally {
       c.cleanup.foreach(s => try spark.sql(s) catch { case NonFatal(_) => })
       saved.foreach {
@@ -46,10 +70,20 @@ object FuzzRunner {
     }
   }
 
-  /** Rows and whether a skewagg operator is in the executed plan, or the error's condition. */
-  private def attempt(spark: SparkSession, sql: String, on: Boolean)
-      : Either[String, (Seq[Row], Boolean)] = {
-    spark.conf.set("spark.skewagg.enabled", on.toString)
+  /** A description of the difference when vanilla Spark plans the case other than `plan`. */
+  private def differsFromVanilla(vanilla: SparkSession, c: FuzzCase, plan: SparkPlan)
+      : Option[String] = {
+    val expected = withCase(vanilla, c)(attempt(vanilla, c.query, None)).plan.map(PlanShape.of)
+    val actual = PlanShape.withoutHints(PlanShape.of(plan))
+    expected.filterNot(PlanShape.sameUpToOrder(actual, _)).map { e =>
+      s"skewagg left the query alone but planned it other than vanilla Spark:\n$actual\n" +
+        s"vanilla:\n$e"
+    }
+  }
+
+  /** Runs `sql` with skewagg `on` (None: a session without skewagg). */
+  private def attempt(spark: SparkSession, sql: String, on: Option[Boolean]): Attempt = {
+    on.foreach(o => spark.conf.set(SkewAggConf.ENABLED.key, o.toString))
     try {
       val df = spark.sql(sql)
       val rows = df.collect().toSeq
@@ -57,11 +91,27 @@ object FuzzRunner {
         case a: AdaptiveSparkPlanExec => a.executedPlan
         case p => p
       }
-      val text = plan.treeString
-      Right((rows, SkewAggOperators.exists(text.contains)))
+      Attempt(Right(rows), Some(plan))
     } catch {
-      case NonFatal(e) => Left(condition(e))
+      case NonFatal(e) => Attempt(Left(condition(e)), None)
     }
+  }
+
+  /**
+   * The rewrites, named by the rule that makes them, and the text each leaves in an executed
+   * plan (the name of its operator, or its SkewAggLocalStage marker).
+   */
+  val Rewrites: Seq[(String, String)] = Seq(
+    "LocalAggregateBeforeJoin" -> "before the join",
+    "PartialAggregateBeforeRepartition" -> "before the user's repartition",
+    "SplitSkewedJoinBelowAggregate" -> "skew split of the join",
+    "SplitSkewedShuffleBelowAggregate" -> "skewed repartition read in splits",
+    "SplitSkewedBucketsBelowAggregate" -> "skewed buckets read unbucketed",
+    "PlanHolisticAggregatesSortBased" -> "SingleKeyAggregate")
+
+  private def rewritesIn(plan: SparkPlan): Set[String] = {
+    val text = plan.treeString
+    Rewrites.collect { case (rule, marker) if text.contains(marker) => rule }.toSet
   }
 
   /** Names that appear in an executed plan only when a skewagg rewrite happened. */
@@ -86,15 +136,20 @@ object FuzzRunner {
     val from = options.getOrElse("from", "0").toInt
     val spark = SharedSkewAggSession.spark
     spark.sparkContext.setLogLevel("OFF") // expected failures (ANSI overflow) log stack traces
+    val started = System.nanoTime()
     val outcomes = (from until from + cases).map { i =>
       val outcome = run(spark, FuzzGenerator.generate(seed, i))
       outcome.failure.foreach { f =>
         println(s"\nFAILED case $i of seed $seed: $f\n${outcome.fuzzCase.repro}\n")
       }
-      if ((i - from + 1) % 50 == 0) println(s"... ${i - from + 1} of $cases cases run")
+      if ((i - from + 1) % 50 == 0) {
+        val seconds = (System.nanoTime() - started) / 1e9
+        println(f"... ${i - from + 1} of $cases cases run in $seconds%.0f s")
+      }
       outcome
     }
-    println(FuzzSummary(outcomes).text(seed, from))
+    val seconds = (System.nanoTime() - started) / 1e9
+    println(FuzzSummary(outcomes).text(seed, from) + f" ($seconds%.0f s)")
     spark.stop()
     if (outcomes.exists(_.failure.isDefined)) sys.exit(1)
   }
@@ -106,19 +161,13 @@ case class FuzzSummary(outcomes: Seq[FuzzOutcome]) {
   def text(seed: Long, from: Int): String = {
     val rewritten = outcomes.count(_.rewritten)
     val errors = outcomes.count(_.error.isDefined)
-    val bySource = outcomes.groupBy(o => FuzzSummary.source(o.fuzzCase.query)).toSeq.sortBy(_._1)
+    val bySource = outcomes.groupBy(_.fuzzCase.shape).toSeq.sortBy(_._1)
       .map { case (k, os) => s"$k ${os.count(_.rewritten)}/${os.size}" }.mkString(", ")
+    val byRule = FuzzRunner.Rewrites.map { case (rule, _) =>
+      s"$rule ${outcomes.count(_.rewrites.contains(rule))}"
+    }.mkString(", ")
     s"fuzz seed $seed, cases $from-${from + outcomes.size - 1}: ${outcomes.size} run, " +
-      s"${failed.size} failed, $rewritten rewritten by skewagg ($bySource), $errors failing " +
-      "both ways (e.g. ANSI overflow)"
+      s"${failed.size} failed, $rewritten rewritten by skewagg ($bySource; by rule: $byRule), " +
+      s"$errors failing both ways (e.g. ANSI overflow)"
   }
-}
-
-object FuzzSummary {
-  /** The kind of input a case's query aggregates, for the summary. */
-  def source(query: String): String =
-    if (query.contains(" JOIN ")) "join"
-    else if (query.contains("REPARTITION") || query.contains("DISTRIBUTE")) "repartition"
-    else if (query.contains("FROM b1")) "bucketed"
-    else "scan"
 }
