@@ -100,7 +100,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       grouping: Seq[NamedExpression],
       aggregates: Seq[AggregateExpression],
       result: Seq[NamedExpression]): Option[SparkPlan] = {
-    val planner = SparkShims.sessionState(session).planner
+    val planner = SessionStates.of(session).planner
     val join = planner.plan(newJoin).next()
     join.foreach { node =>
       if (node.logicalLink.exists(l => (l eq newJoin) || (l eq local))) {
