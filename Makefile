@@ -13,9 +13,9 @@ PY := $(VENV)/bin/python
 SBT_PROJECT := spark$(subst .,,$(SPARK_LINE))
 # Recipes that start a JVM outside sbt run under a JDK 17 (build/require-jdk17 finds or installs one).
 WITH_JDK17 = JAVA_HOME="$$(build/require-jdk17)" && export JAVA_HOME && export PATH="$$JAVA_HOME/bin:$$PATH" &&
-# What `make test` runs on each line other than SPARK_LINE: every Scala suite (the fuzz slice at
-# 100 cases), and the Python tests of configure(), spark-submit --jars, local-cluster executors,
-# the rules' differential runs and explanations.
+# What `make test` runs on each line other than SPARK_LINE: every Scala suite (the fuzz slice
+# and the kill switch's fuzz corpus at 100 cases each), and the Python tests of configure(),
+# spark-submit --jars, local-cluster executors, the rules' differential runs and explanations.
 LINE_FUZZ_CASES := 100
 LINE_PYTHON_TESTS := tests/test_configure.py tests/test_spark_submit.py tests/test_jars.py \
   tests/test_session.py tests/test_join_skew_split.py tests/test_repartition_rule.py \
@@ -69,9 +69,10 @@ test-lines: ## the slice of tests each line other than SPARK_LINE runs
 	set -e; for line in $(OTHER_LINES); do $(MAKE) --no-print-directory test-line SPARK_LINE=$$line; done
 	@echo "== every line tested, $$(date -u +%H:%M:%S) UTC"
 
-test-line: setup ## one line's slice: every Scala suite (fuzz at 100 cases) and the Python tests above
+test-line: setup ## one line's slice: every Scala suite (fuzz corpora at 100 cases) and the Python tests above
 	@echo "== Spark $(SPARK_LINE): slice started $$(date -u +%H:%M:%S) UTC"
-	SKEWAGG_FUZZ_CASES=$(LINE_FUZZ_CASES) build/sbt $(SBT_PROJECT)/test
+	SKEWAGG_FUZZ_CASES=$(LINE_FUZZ_CASES) SKEWAGG_KILLSWITCH_CASES=$(LINE_FUZZ_CASES) \
+	  build/sbt $(SBT_PROJECT)/test
 	$(WITH_JDK17) $(PY) -m pytest $(LINE_PYTHON_TESTS)
 
 demo: setup ## the main job: a skewed aggregation run with skewagg off and on

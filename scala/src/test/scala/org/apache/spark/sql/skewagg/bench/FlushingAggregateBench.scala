@@ -10,7 +10,7 @@ import org.apache.spark.sql.skewagg.FlushingPartialAggregateExec
  * .agg(sum("v"))`) run over the fact rows cached in memory, against iterating the cached rows
  * alone, alternating, 7 runs each, on the tables `benchmarks/bench.py` writes:
  *
- *   build/sbt 'set Test/javaOptions += "-Xmx8g"' "Test/runMain \
+ *   build/sbt 'set spark43/Test/javaOptions += "-Xmx8g"' "spark43/Test/runMain \
  *     org.apache.spark.sql.skewagg.bench.FlushingAggregateBench \
  *     benchmarks/work/rows=20000000-v3 skewed uniform"
  *

@@ -8,7 +8,7 @@ import org.apache.spark.sql.skewagg.{SkewAggConf, SumOfSquares}
  * spark.skewagg.singleKey.typedAggregate.enabled, alternating, 3 runs each, on Parquet tables
  * with columns (k, v), e.g. the ones `benchmarks/bench.py` writes:
  *
- *   build/sbt "Test/runMain org.apache.spark.sql.skewagg.bench.TypedAggregateBench \
+ *   build/sbt "spark43/Test/runMain org.apache.spark.sql.skewagg.bench.TypedAggregateBench \
  *     benchmarks/work/rows=10000000-v3/holistic/fact_highcard"
  *
  * Python cannot register a Scala Aggregator, so this one lives with the Scala tests. It prints
