@@ -21,7 +21,7 @@ LINE_PYTHON_TESTS := tests/test_configure.py tests/test_spark_submit.py tests/te
   tests/test_session.py tests/test_join_skew_split.py tests/test_repartition_rule.py \
   tests/test_single_key.py tests/test_hints.py tests/test_explain.py
 
-.PHONY: help setup jar wheel test test-scala test-python test-line test-lines demo bench fuzz docs clean
+.PHONY: help setup jar wheel check-wheel test test-scala test-python test-line test-lines demo bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ wheel: jar ## one wheel with every line's jar: dist/skewagg-<version>-py3-none-a
 	$(PY) -m pip install -q build
 	rm -rf dist && $(PY) -m build --wheel --outdir dist .
 	@ls -l dist/*.whl
+
+check-wheel: wheel ## per Spark line: a fresh venv with its pyspark, the wheel installed, a skewed join and percentile off/on
+	build/check-wheel
 
 test: setup ## every test: Scala and Python on SPARK_LINE, then each other line's slice (the command CI runs)
 	@echo "== Spark $(SPARK_LINE): every test, started $$(date -u +%H:%M:%S) UTC"
