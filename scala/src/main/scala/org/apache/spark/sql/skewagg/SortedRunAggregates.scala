@@ -216,7 +216,8 @@ case class SortedRunPercentile(
         if (higherKey == lowerKey || kind == PercentileKind.LegacyDiscrete) {
           toDoubleValue(lowerKey)
         } else {
-          (higher - position) * toDoubleValue(lowerKey) + (position - lower) * toDoubleValue(higherKey)
+          PercentileInterpolation.between(position, lower, toDoubleValue(lowerKey), higher,
+            toDoubleValue(higherKey))
         }
       }
     }
