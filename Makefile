@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-SPARK_LINES := $(shell grep -v '^\#' build/spark-lines | awk 'NF {print $$1}')
+SPARK_LINES := $(shell build/spark-venv --lines)
 SPARK_LINE ?= $(lastword $(SPARK_LINES))
 OTHER_LINES := $(filter-out $(SPARK_LINE),$(SPARK_LINES))
 # The line's virtualenv (build/spark-venv: its pyspark, the test tools) and sbt project.
