@@ -219,7 +219,25 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
         return fact.groupBy("k").agg(
             F.aggregate(F.collect_list("v"), F.lit(0.0), lambda acc, x: acc + x).alias("s"))
 
+    def unique_key_join() -> DataFrame:
+        # TPC-H Q12's shape: the aggregates read only dim, joined on its unique key k (nothing
+        # for a local aggregate of dim to merge), grouped by a column of the filtered fact side.
+        high = F.when(F.col("attr") < 20, 1).otherwise(0)
+        return (fact.where(F.col("i") < 5).join(dim, "k").groupBy("i")
+                .agg(F.sum(high).alias("high"), F.sum(1 - high).alias("low")))
+
+    def three_way_join() -> DataFrame:
+        # TPC-H Q3's shape: fact (the line items) joined to the dim rows of one segment (a fifth
+        # of the keys, through a third table) and grouped by key and dim's column; the
+        # aggregate reads only fact, a product of two of its columns.
+        segment = dim.sparkSession.range(100).select(
+            F.col("id").alias("attr"), (F.col("id") % 5).alias("segment"))
+        selected = dim.join(segment.where(F.col("segment") == 1), "attr").select("k", "attr")
+        return (fact.where(F.col("v") > 10).join(selected, "k").groupBy("k", "attr")
+                .agg(F.sum(F.col("v") * (1 - F.col("i") / 100)).alias("revenue")))
+
     holistic = ["vanilla", "skewagg"]
+    plain = ["vanilla", "skewagg", "skewagg+hint"]
     return {
         "percentile": {"query": percentile, "variants": holistic},
         "collect-list": {"query": collect_list, "variants": holistic + ["skewagg+collect"]},
@@ -233,6 +251,8 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
         "subset-key": {"query": subset_sum, "salted": subset_sum_salted, "pre": subset_sum_pre},
         "distinct": {"query": join_distinct, "salted": join_distinct_salted,
                      "pre": join_distinct_pre},
+        "unique-key-join": {"query": unique_key_join, "variants": plain},
+        "three-way-join": {"query": three_way_join, "variants": plain},
     }
 
 
@@ -274,7 +294,8 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--scenarios",
-                        default="join,join-default-splits,repartition,bucketed,subset-key,distinct")
+                        default="join,join-default-splits,repartition,bucketed,subset-key,distinct,"
+                        "unique-key-join,three-way-join")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--driver-memory", default="10g")
     args = parser.parse_args(argv)
@@ -468,7 +489,11 @@ def render(report: dict) -> str:
         "slots, summed over stages: what the same tasks would take on N cores; the median of "
         "the runs. Files are read in 2MB splits (many map tasks, as on a cluster), except in "
         "join-default-splits: the join query at Spark's default split size (128MB; 2 map tasks "
-        "per fact table on 2 cores).",
+        "per fact table on 2 cores). unique-key-join (TPC-H Q12's shape): the aggregates read "
+        "only dim, joined on its unique key (a local aggregate of dim has nothing to merge), "
+        "grouped by a column of the fact rows with `i < 5`; three-way-join (TPC-H Q3's shape): "
+        "the fact rows with `v > 10` joined to the dim rows of one segment in five (through a "
+        "third table), grouped by key and dim's column, summing `v * (1 - i / 100)`.",
         "",
         "| scenario | data | variant | wall s | vs vanilla | hot task ms | median task ms "
         "| makespan@64 s | makespan@512 s | rewritten | equal |",

@@ -53,6 +53,9 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     // Adaptive query-stage optimization: read the partial-result exchanges skewagg added in
     // coalesced partitions.
     extensions.injectQueryStageOptimizerRule(s => physical(CoalescePartialResultExchanges(s)))
+    // Adaptive query-stage optimization: drop the merge after a join's shuffle where the local
+    // aggregate before it found (nearly) unique keys.
+    extensions.injectQueryStageOptimizerRule(s => physical(DropUnneededMergeAfterShuffle(s)))
     // Before columnar transitions (non-adaptive plans' only post-exchange hook): the same
     // planning-time rewrites for plans that adaptive execution does not handle.
     extensions.injectColumnar(s => columnar(PlanColumnarHook(s)))

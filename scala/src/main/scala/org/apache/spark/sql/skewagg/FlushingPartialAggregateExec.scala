@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, AttributeReference, AttributeSet, BindReferences, Expression, GenericInternalRow, If, MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, AttributeReference, AttributeSet, BindReferences, Expression, GenericInternalRow, If, MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow, XxHash64}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, DeclarativeAggregate, Partial}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.aggregate.{AggregationIterator, BaseAggregateExec}
@@ -38,6 +38,10 @@ import org.apache.spark.sql.internal.SQLConf
  *
  * Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
  * buffers), possibly with several rows per key, which the final aggregate merges.
+ *
+ * With `sketchKeys`, it also adds the hash of every key it emits to a sketch ([[DistinctHashes]])
+ * from which the driver estimates how many distinct keys all tasks emitted: how much a merge of
+ * its rows after the shuffle would reduce them ([[DropUnneededMergeAfterShuffle]]).
  */
 case class FlushingPartialAggregateExec(
     groupingExpressions: Seq[NamedExpression],
@@ -47,6 +51,7 @@ case class FlushingPartialAggregateExec(
     capacity: Int,
     minReduction: Double,
     shuffleKeys: Seq[Expression],
+    sketchKeys: Boolean,
     child: SparkPlan) extends UnaryExecNode {
 
   require(aggregateExpressions.forall(_.mode == Partial), "only partial aggregation flushes")
@@ -60,6 +65,13 @@ case class FlushingPartialAggregateExec(
     "numPassedThrough" -> SQLMetrics.createMetric(sparkContext,
       "rows passed through (reduction too low)"),
     "numLearnedRows" -> SQLMetrics.createMetric(sparkContext, "rows merged while learning"))
+
+  /** The sketch of the keys emitted, with `sketchKeys` (registered when first read: driver). */
+  @transient lazy val emittedKeys: Option[DistinctHashes] = if (!sketchKeys) None else {
+    val sketch = new DistinctHashes
+    sparkContext.register(sketch, "distinct keys emitted")
+    Some(sketch)
+  }
 
   /** The shuffle keys bound to the grouping key's row; None when they are the whole key. */
   private def boundShuffleKeys: Option[Seq[Expression]] = {
@@ -81,12 +93,20 @@ case class FlushingPartialAggregateExec(
       longMetric("numFlushes"), longMetric("numPassedThrough"), longMetric("numLearnedRows"))
     val input = child.output
     val shuffleKeysOfKey = boundShuffleKeys
+    val sketch = emittedKeys
+    val keyHash = new XxHash64(groupingExpressions.map(_.toAttribute))
     child.execute().mapPartitionsWithIndexInternal { (partIndex, rows) =>
       if (!rows.hasNext) Iterator.empty
-      else new FlushingAggregationIterator(partIndex, groupingExpressions, input, rows,
-        aggregateExpressions, aggregateAttributes, resultExpressions,
-        MutableProjection.create(_, _), capacity, minReduction,
-        shuffleKeysOfKey.map(UnsafeProjection.create), m)
+      else {
+        val aggregated = new FlushingAggregationIterator(partIndex, groupingExpressions, input,
+          rows, aggregateExpressions, aggregateAttributes, resultExpressions,
+          MutableProjection.create(_, _), capacity, minReduction,
+          shuffleKeysOfKey.map(UnsafeProjection.create), m)
+        sketch.fold[Iterator[InternalRow]](aggregated) { s =>
+          val hash = UnsafeProjection.create(Seq(keyHash), output)
+          aggregated.map { row => s.add(hash(row).getLong(0)); row }
+        }
+      }
     }
   }
 
@@ -100,13 +120,18 @@ object FlushingPartialAggregateExec {
 
   /**
    * The flushing form of Spark's partial aggregate `partial` (as AggUtils planned it), sized by
-   * the session's `spark.skewagg.localAggregate.*`, below an exchange on `shuffleKeys`.
+   * the session's `spark.skewagg.localAggregate.*`, below an exchange on `shuffleKeys`; with
+   * `sketchKeys`, sketching the keys it emits.
    */
-  def from(partial: BaseAggregateExec, shuffleKeys: Seq[Expression]): FlushingPartialAggregateExec =
+  def from(
+      partial: BaseAggregateExec,
+      shuffleKeys: Seq[Expression],
+      sketchKeys: Boolean = false): FlushingPartialAggregateExec =
     FlushingPartialAggregateExec(partial.groupingExpressions, partial.aggregateExpressions,
       partial.aggregateAttributes, partial.resultExpressions,
       SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
-      SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION), shuffleKeys, partial.child)
+      SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION), shuffleKeys, sketchKeys,
+      partial.child)
 }
 
 private case class FlushingMetrics(

@@ -114,22 +114,26 @@ object PartialAggregates {
 
   /**
    * `finalAggregate` (the final half Spark planned for an aggregate) turned into a PartialMerge
-   * aggregate over `child` (that aggregate's partial half): it merges the partial rows of each
-   * group into one and outputs keys and buffers again, for another final aggregate further up. It
-   * requires its input clustered by `distribution`, a subset of the grouping keys, so the exchange
-   * Spark adds below it is one that the operator above can reuse.
+   * aggregate over `child` (partial rows: keys and buffers): it merges the partial rows of each
+   * group into one and outputs keys and buffers again, for another final aggregate further up.
+   * With a `distribution` (a subset of the grouping keys) it requires its input clustered by it,
+   * so the exchange Spark adds below it is one that the operator above can reuse; without one
+   * it merges each task's rows where they are, as Spark's partial aggregate does.
    */
-  def partialMerge(finalAggregate: BaseAggregateExec, distribution: Seq[Expression], child: SparkPlan): SparkPlan = {
+  def partialMerge(
+      finalAggregate: BaseAggregateExec,
+      distribution: Option[Seq[Expression]],
+      child: SparkPlan): SparkPlan = {
     val merging = finalAggregate.aggregateExpressions.map(_.copy(mode = PartialMerge, filter = None))
     val keys = finalAggregate.groupingExpressions.map(_.toAttribute)
     val result = keys ++ merging.flatMap(_.aggregateFunction.inputAggBufferAttributes)
     val buffers = merging.map(_.resultAttribute)
     finalAggregate match {
-      case a: HashAggregateExec => a.copy(requiredChildDistributionExpressions = Some(distribution),
+      case a: HashAggregateExec => a.copy(requiredChildDistributionExpressions = distribution,
         aggregateExpressions = merging, aggregateAttributes = buffers, resultExpressions = result, child = child)
-      case a: ObjectHashAggregateExec => a.copy(requiredChildDistributionExpressions = Some(distribution),
+      case a: ObjectHashAggregateExec => a.copy(requiredChildDistributionExpressions = distribution,
         aggregateExpressions = merging, aggregateAttributes = buffers, resultExpressions = result, child = child)
-      case a: SortAggregateExec => a.copy(requiredChildDistributionExpressions = Some(distribution),
+      case a: SortAggregateExec => a.copy(requiredChildDistributionExpressions = distribution,
         aggregateExpressions = merging, aggregateAttributes = buffers, resultExpressions = result, child = child)
       case other => throw new IllegalStateException(s"not a Spark aggregate: ${other.nodeName}")
     }

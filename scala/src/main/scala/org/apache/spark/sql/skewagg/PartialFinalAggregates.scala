@@ -1,11 +1,13 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Attribute, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
+import org.apache.spark.sql.catalyst.plans.{Inner, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
 import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.{AggUtils, BaseAggregateExec}
+import org.apache.spark.sql.execution.joins.ShuffledJoin
 
 /**
  * The partial half of an aggregate as a logical operator: groups `child` by `groupingExpressions`
@@ -21,7 +23,9 @@ import org.apache.spark.sql.execution.aggregate.{AggUtils, BaseAggregateExec}
  * flushing aggregate passed rows through). A deduplication (no aggregate expressions) is not
  * merged: Spark's own plan above the join deduplicates (keys, DISTINCT columns) again, so a merge
  * after the shuffle would hash the rows twice (benchmark, DISTINCT scenario, UNIFORM: 1.14x
- * vanilla's wall time with the merge; 1.00 without it, earlier run).
+ * vanilla's wall time with the merge; 1.00 without it, earlier run). A flushing aggregate
+ * before such a merge sketches the keys it emits, and adaptive execution drops the merge where
+ * it would not reduce the rows ([[DropUnneededMergeAfterShuffle]]).
  */
 case class PartialAggregate(
     groupingExpressions: Seq[NamedExpression],
@@ -50,15 +54,21 @@ case class PlanPartialAggregates(session: SparkSession) extends SparkStrategy {
       val planned = AggUtils.planAggregateWithoutDistinct(
         PartialAggregates.normalizedKeys(grouping), aggregates, grouping.map(_.toAttribute), planLater(child))
       val what = if (aggregates.isEmpty) "deduplication" else "partial aggregate"
+      val merged = aggregates.nonEmpty && shuffleKeys.nonEmpty
       planned.headOption.collect { case sparkFinal: BaseAggregateExec =>
         val local = sparkFinal.children.head match {
           case partial: BaseAggregateExec if flushing =>
-            SkewAggLocalStageExec.mark(FlushingPartialAggregateExec.from(partial, shuffleKeys),
-              s"flushing $what before the join")
+            val flushingAggregate = FlushingPartialAggregateExec.from(partial, shuffleKeys,
+              sketchKeys = merged)
+            SkewAggLocalStageExec.mark(flushingAggregate, s"flushing $what before the join")
           case partial => SkewAggLocalStageExec.mark(partial, s"$what before the join")
         }
-        if (aggregates.isEmpty || shuffleKeys.isEmpty) local
-        else PartialAggregates.partialMerge(sparkFinal, shuffleKeys, local)
+        if (!merged) local
+        else {
+          val merge = PartialAggregates.partialMerge(sparkFinal, Some(shuffleKeys), local)
+          merge.setTagValue(DropUnneededMergeAfterShuffle.Tag, ())
+          merge
+        }
       }.toSeq
     case _ => Nil
   }
@@ -68,21 +78,50 @@ case class PlanPartialAggregates(session: SparkSession) extends SparkStrategy {
 object FinalAggregates {
   /**
    * Spark's final aggregate (hash, object-hash or sort, as Spark would choose) merging the
-   * buffers in `child`'s rows (a join of partial rows, which repeats a buffer once per matching
+   * buffers in `join`'s rows (a join of partial rows, which repeats a buffer once per matching
    * row) and evaluating `result` over the grouping attributes and aggregate results. Spark's
    * final aggregate reads the buffers by position (right after the grouping keys), so it reads a
-   * projection of exactly `grouping keys ++ buffers` of `child`.
+   * projection of exactly `grouping keys ++ buffers` of `join`.
+   *
+   * Where the join's rows will not arrive clustered on the grouping keys (grouping by columns
+   * that do not hold a side's join keys), Spark shuffles them to the final aggregate: they are
+   * merged first where they are (PartialMerge, no distribution), as Spark's own partial
+   * aggregate above a join would, so the shuffle moves one row per group and task, not every
+   * row the join produced (grouping by a column of few values put all of them in a few tasks).
    */
   def plan(
       grouping: Seq[NamedExpression],
       aggregates: Seq[AggregateExpression],
       result: Seq[NamedExpression],
-      child: SparkPlan): Option[SparkPlan] = {
+      join: SparkPlan): Option[SparkPlan] = {
     // Keys normalized here as Spark's partial aggregate would have (-0.0/0.0, NaNs): the final
     // aggregate groups its input keys as they come.
     val keys = PartialAggregates.normalizedKeys(grouping)
     val layout = keys ++ aggregates.flatMap(_.aggregateFunction.inputAggBufferAttributes)
-    AggUtils.planAggregateWithoutDistinct(keys, aggregates, result, child)
-      .headOption.map(_.withNewChildren(Seq(ProjectExec(layout, child))))
+    AggUtils.planAggregateWithoutDistinct(keys, aggregates, result, join).headOption.map {
+      case sparkFinal: BaseAggregateExec =>
+        val rows = ProjectExec(layout, join)
+        val input =
+          if (clusteredOn(join, keys)) rows
+          else PartialAggregates.partialMerge(sparkFinal, None, rows)
+        sparkFinal.withNewChildren(Seq(input))
+      case other => other.withNewChildren(Seq(ProjectExec(layout, join)))
+    }
+  }
+
+  /**
+   * A shuffled join's rows are hash-partitioned on the join keys of the side (or sides) whose
+   * partitioning it keeps; they are clustered on `keys` when those hold every such join key.
+   */
+  private def clusteredOn(join: SparkPlan, keys: Seq[Expression]): Boolean = join match {
+    case j: ShuffledJoin =>
+      val kept = j.joinType match {
+        case Inner => Seq(j.leftKeys, j.rightKeys)
+        case LeftOuter | LeftSemi | LeftAnti => Seq(j.leftKeys)
+        case RightOuter => Seq(j.rightKeys)
+        case _ => Nil
+      }
+      kept.exists(side => side.nonEmpty && side.forall(k => keys.exists(_.semanticEquals(k))))
+    case _ => false
   }
 }

@@ -205,6 +205,18 @@ object SkewAggConf {
       .doubleAtLeast(1.0)
       .createWithDefault(2.0))
 
+  val LOCAL_AGGREGATE_MIN_MERGE_REDUCTION: ConfigEntry[Double] = listed(
+    buildConf("spark.skewagg.localAggregate.minMergeReduction")
+      .doc("Adaptive execution only: the partial rows a flushing local aggregate sends to a " +
+        "shuffled join are merged after the join's shuffle only when its tasks emitted at " +
+        "least this many rows per distinct key (estimated by a sketch of the keys they " +
+        "emitted); below it the merge would cost more than the rows it saves (keys that are " +
+        "nearly unique, such as a table's primary key), and the join reads the partial rows " +
+        "as they are. 1.0 always merges.")
+      .version("0.1.0")
+      .doubleAtLeast(1.0)
+      .createWithDefault(2.0))
+
   val BUCKETED_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.bucketed.enabled")
       .doc("When an aggregate reads a bucketed table on its grouping keys and the bucket file " +

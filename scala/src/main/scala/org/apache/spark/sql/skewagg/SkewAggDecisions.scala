@@ -116,7 +116,7 @@ object SkewAggDecisions {
   private def decide(agg: SparkPlan, adaptiveNotRun: Boolean): String = {
     val conf = SQLConf.get
     val below = region(agg)
-    val rewrites = below.collect { case m: SkewAggLocalStageExec => m.rewrite }.distinct
+    val rewrites = below.collect { case m: SkewAggLocalStageExec => m.decision }.distinct
     if (rewrites.nonEmpty) return rewrites.map("rewritten: " + _).mkString("\n  ")
     (agg +: below).flatMap(_.getTagValue(Tag)).headOption.foreach(return _)
     agg match {

@@ -5,6 +5,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
 import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, ExprCode}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.{CodegenSupport, SQLExecution, SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
@@ -35,7 +36,11 @@ case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartit
     case _ => false
   }
 
-  override def simpleString(maxFields: Int): String = s"SkewAggLocalStage [$rewrite]"
+  /** The rewrite, and what a rule decided about it at run time, if one did. */
+  def decision: String =
+    rewrite + getTagValue(SkewAggLocalStageExec.RunTimeDecision).fold("")("; " + _)
+
+  override def simpleString(maxFields: Int): String = s"SkewAggLocalStage [$decision]"
   override def nodeName: String = "SkewAggLocalStage"
 
   /** The planning-time numbers, posted once per execution as driver-side metrics. */
@@ -70,6 +75,9 @@ case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartit
 }
 
 object SkewAggLocalStageExec {
+  /** What a rule decided at run time about the rewrite's next step (after its exchange). */
+  val RunTimeDecision: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.runTimeDecision")
+
   /** `plan` (a partial aggregate) under a local-stage marker, unless already marked. */
   def mark(plan: SparkPlan, rewrite: String, skewedPartitions: Int = 0): SparkPlan = plan match {
     case marked: SkewAggLocalStageExec => marked

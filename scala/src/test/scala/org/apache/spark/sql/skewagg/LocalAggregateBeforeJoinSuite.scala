@@ -168,7 +168,8 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
       val d = differential(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
         .groupBy("k", "attr").agg(sum("v"), avg("d"), count(lit(1)), max("i")).hint(hint),
         conf ++ Seq("spark.sql.join.preferSortMergeJoin" -> preferSortMerge,
-          "spark.sql.shuffle.partitions" -> "7"): _*)
+          "spark.sql.shuffle.partitions" -> "7",
+          SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key -> "1.0"): _*)
       assertLocal(d)
       for (adaptive <- Seq(false, true)) {
         val (off, on) = (d.plan(on = false, adaptive), d.plan(on = true, adaptive))
@@ -181,6 +182,78 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
       .agg(countDistinct("i")))
     assertLocal(d)
     assert(!mergesAfterJoinShuffle(d.plan(on = true, adaptive = true)))
+  }
+
+  /** The local stage markers of `plan`, through its query stages. */
+  private def localStages(plan: SparkPlan): Seq[SkewAggLocalStageExec] =
+    nodes[SkewAggLocalStageExec](plan)
+
+  test("unique keys on the aggregated side: the merge after the join's shuffle is dropped") {
+    // dim's keys are unique: its local aggregate emits one row per key, nothing to merge.
+    val d = run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("i")
+      .agg(sum("attr"), count(lit(1))))
+    assertLocal(d)
+    assert(mergesAfterJoinShuffle(d.plan(on = true, adaptive = false)))
+    val adaptive = d.plan(on = true, adaptive = true)
+    assert(!mergesAfterJoinShuffle(adaptive), adaptive)
+    val Seq(decision) = localStages(adaptive).map(_.decision)
+    assert(decision.matches("flushing partial aggregate before the join; not merged after the " +
+      "join's shuffle: 1,000 partial rows of about [0-9,]+ keys \\([0-9]\\.[0-9]+ per key\\), below " +
+      "spark.skewagg.localAggregate.minMergeReduction=2.0"), decision)
+    assert(SkewAggDecisions.explain(adaptive).contains(decision))
+  }
+
+  test("keys repeated across tasks: the merge after the join's shuffle stays, and says why") {
+    // Each of 8 tasks holds every key once: no task reduces anything, the merge 8 rows to one.
+    val d = run(s => s.range(0, 8000, 1, 8).select((col("id") % 1000).as("k"), col("id").as("v"))
+      .join(dim(s), "k").groupBy("attr").agg(sum("v")))
+    assertLocal(d)
+    val adaptive = d.plan(on = true, adaptive = true)
+    assert(mergesAfterJoinShuffle(adaptive), adaptive)
+    val Seq(decision) = localStages(adaptive).map(_.decision)
+    assert(decision.contains("; merged after the join's shuffle: 8,000 partial rows of about"),
+      decision)
+    val Seq(op) = flushing(d, adaptive = true)
+    assert(metric(op, "numOutputRows") == metric(op, "numInputRows"))
+  }
+
+  test("minMergeReduction=1.0 always merges; the sketch only where a merge follows") {
+    val d = differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("i")
+      .agg(sum("attr")), conf :+ (SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key -> "1.0"): _*)
+    assert(mergesAfterJoinShuffle(d.plan(on = true, adaptive = true)))
+    val distinctOnly = run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+      .agg(countDistinct("i")))
+    assert(flushing(distinctOnly, adaptive = true).forall(_.emittedKeys.isEmpty))
+  }
+
+  /**
+   * A PartialMerge aggregate right above the join, requiring no distribution: the join's rows
+   * merged where they are before Spark shuffles them to the final aggregate.
+   */
+  private def mergesAboveJoin(plan: SparkPlan): Boolean = nodes[BaseAggregateExec](plan).exists {
+    a => a.aggregateExpressions.nonEmpty && a.aggregateExpressions.forall(_.mode == PartialMerge) &&
+      a.requiredChildDistributionExpressions.isEmpty &&
+      find(a.child)(_.isInstanceOf[ShuffledJoin]).isDefined
+  }
+
+  test("grouping by columns that do not hold the join key: the join's rows merge before the " +
+      "shuffle to the final aggregate, as Spark's partial aggregate would") {
+    for (hint <- Seq("skew_agg", "no_hint")) {
+      val byOther = run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+        .groupBy("attr").agg(sum("v"), avg("d"), count(lit(1))).hint(hint))
+      assertLocal(byOther)
+      for (adaptive <- Seq(false, true)) {
+        assert(mergesAboveJoin(byOther.plan(on = true, adaptive)), byOther.plan(on = true, adaptive))
+      }
+      // Grouped by the join key, the join's rows arrive clustered: no merge, no exchange added.
+      val byKey = run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+        .groupBy("k", "attr").agg(sum("v")).hint(hint))
+      for (adaptive <- Seq(false, true)) {
+        val (off, on) = (byKey.plan(on = false, adaptive), byKey.plan(on = true, adaptive))
+        assert(!mergesAboveJoin(on), on)
+        assert(nodes[ShuffleExchangeLike](on).size == nodes[ShuffleExchangeLike](off).size, on)
+      }
+    }
   }
 
   test("join keys computed from columns: no merge after the shuffle, still exact") {

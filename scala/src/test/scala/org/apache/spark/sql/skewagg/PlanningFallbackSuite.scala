@@ -47,6 +47,7 @@ class PlanningFallbackSuite extends SkewAggSuiteBase with BeforeAndAfterAll {
     "PartialAggregateBeforeRepartition" -> false, "PlanHolisticAggregatesSortBased" -> false,
     "SplitSkewedShuffleBelowAggregate" -> true, "SplitSkewedJoinBelowAggregate" -> true,
     "SplitSkewedBucketsBelowAggregate" -> true, "CoalescePartialResultExchanges" -> true,
+    "DropUnneededMergeAfterShuffle" -> true,
     "PlanColumnarHook" -> false)
 
   for ((step, adaptiveOnly) <- steps) {

@@ -7,6 +7,7 @@ import org.apache.spark.sql.{DataFrame, Row, SparkSession}
 import org.apache.spark.sql.classic
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AdaptiveSparkPlanHelper}
+import org.apache.spark.sql.execution.exchange.ReusedExchangeExec
 import org.apache.spark.sql.internal.{SQLConf, StaticSQLConf}
 import org.apache.spark.util.Utils
 
@@ -46,6 +47,16 @@ case class Differential(rows: Seq[Row], plans: Map[(Boolean, Boolean), SparkPlan
 trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
 
   protected def spark: SparkSession = SharedSkewAggSession.spark
+
+  /**
+   * The plan helpers (find, collect, ...) also read what a reused exchange reuses: adaptive
+   * execution re-plans skewagg's rewrite of a join after a stage ran and reuses that stage, so the
+   * rewritten side of the join can stand behind a ReusedExchange.
+   */
+  override protected def allChildren(p: SparkPlan): Seq[SparkPlan] = p match {
+    case r: ReusedExchangeExec => Seq(r.child)
+    case other => super.allChildren(other)
+  }
 
   /** Runs `body` with the settings `pairs` (a null value unsets the key), then restores them. */
   protected def withSQLConf[T](pairs: (String, String)*)(body: => T): T = {
