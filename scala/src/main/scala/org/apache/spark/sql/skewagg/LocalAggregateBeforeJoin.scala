@@ -1,7 +1,7 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeSet, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeSet, ExpressionSet, NamedExpression}
 import org.apache.spark.sql.catalyst.expressions.PythonUDAF
 import org.apache.spark.sql.catalyst.planning.{ExtractEquiJoinKeys, PhysicalAggregation}
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
@@ -47,7 +47,8 @@ import org.apache.spark.sql.internal.SQLConf
  * nondeterministic or Python aggregates, groups by computed expressions other than constants,
  * the Project in between computes columns, the join type and aggregated side do not match as
  * above, or (without the hint) it has holistic aggregates (their partial buffers are as large as
- * their input). DISTINCTs of several column sets reach it already expanded by Spark's
+ * their input) or Spark knows the aggregated side to be (nearly) unique on its keys (recorded:
+ * see `refusedAsUnique`). DISTINCTs of several column sets reach it already expanded by Spark's
  * RewriteDistinctAggregates (an aggregate over an Expand, not over the join): left alone.
  */
 case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy {
@@ -76,6 +77,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         s = if (side == "left") join.left else join.right
         conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
         keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
+        if forced || !refusedAsUnique(agg, s, keys)
         local <- localSide(agg, aggregates, keys, projected, s, flushing = !forced,
           shuffleKeys = if (shuffled(join)) joinKeysOf(join, side) else Nil)
         newJoin = if (side == "left") join.copy(left = local) else join.copy(right = local)
@@ -113,6 +115,42 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       })
     } else {
       FinalAggregates.plan(grouping, aggregates, result, join)
+    }
+  }
+
+  /**
+   * Without the hint, refuses (recording why on `agg`) when Spark knows that `s` holds (nearly)
+   * one row per `keys`, so a local aggregate would merge nothing: `s` is itself grouped or
+   * deduplicated on some of them (its distinct keys), or column statistics (`ANALYZE TABLE ...
+   * FOR COLUMNS`, read with `spark.sql.cbo.enabled`) give one key column at least one distinct
+   * value per `spark.skewagg.localAggregate.minMergeReduction` rows. Without such evidence the
+   * rewrite goes ahead, and adaptive execution judges the keys from what the local aggregate
+   * emitted ([[DropUnneededMergeAfterShuffle]]).
+   */
+  private def refusedAsUnique(agg: Aggregate, s: LogicalPlan, keys: Seq[Attribute]): Boolean = {
+    val keySet = ExpressionSet(keys)
+    val fromPlan = s.distinctKeys.find(_.subsetOf(keySet)).map { unique =>
+      s"left alone: the joined side is already unique on ${unique.map(_.sql).mkString(", ")} " +
+        "(it is grouped or deduplicated on them), so aggregating it before the join would " +
+        "merge nothing."
+    }
+    lazy val fromStatistics = {
+      val stats = s.stats
+      val minReduction = conf.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION)
+      stats.rowCount.filter(_ > 0).flatMap { rows =>
+        keys.flatMap(k => stats.attributeStats.get(k).flatMap(_.distinctCount).map(k -> _))
+          .find { case (_, distinct) => BigDecimal(distinct) * minReduction >= BigDecimal(rows) }
+          .map { case (k, distinct) =>
+            f"left alone: column statistics give ${k.sql} $distinct%,d distinct values in " +
+              f"$rows%,d rows of the joined side, fewer than " +
+              s"${SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key}=$minReduction rows per " +
+              "key, so aggregating it before the join would merge almost nothing."
+          }
+      }
+    }
+    fromPlan.orElse(fromStatistics) match {
+      case Some(reason) => SkewAggDecisions.record(agg, reason); true
+      case None => false
     }
   }
 

@@ -1,5 +1,6 @@
 package org.apache.spark.sql.skewagg
 
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.{FileSourceScanExec, InputAdapter, SortExec, SparkPlan, WholeStageCodegenExec}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AQEShuffleReadExec, QueryStageExec, ShuffleQueryStageExec}
@@ -38,6 +39,12 @@ object SkewAggDecisions {
     }
     plan
   }
+
+  /**
+   * Records on a logical aggregate why a planner strategy left it alone: explanations read it
+   * through the logical link of the aggregate Spark plans from it.
+   */
+  def record(aggregate: LogicalPlan, decision: String): Unit = aggregate.setTagValue(Tag, decision)
 
   /** One paragraph per aggregate of `plan` (executed; for adaptive queries after they ran). */
   def explain(plan: SparkPlan): String = {
@@ -118,7 +125,9 @@ object SkewAggDecisions {
     val below = region(agg)
     val rewrites = below.collect { case m: SkewAggLocalStageExec => m.decision }.distinct
     if (rewrites.nonEmpty) return rewrites.map("rewritten: " + _).mkString("\n  ")
-    (agg +: below).flatMap(_.getTagValue(Tag)).headOption.foreach(return _)
+    // Recorded on the plan, or by a strategy on the logical aggregate the plan was planned from.
+    (agg +: below).flatMap(p => p.getTagValue(Tag).orElse(p.logicalLink.flatMap(_.getTagValue(Tag))))
+      .headOption.foreach(return _)
     agg match {
       case PythonAggregates(_, _) =>
         return "left alone: a Python UDAF (pandas_udf) cannot be split into partial and final " +

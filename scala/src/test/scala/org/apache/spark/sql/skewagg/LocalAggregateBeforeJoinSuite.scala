@@ -203,6 +203,31 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     assert(SkewAggDecisions.explain(adaptive).contains(decision))
   }
 
+  test("left alone without the hint where Spark knows the side is unique on the join key") {
+    // Grouped on k already: its distinct keys say so.
+    val grouped = run(s => fact(s, skewed = true).join(
+      dim(s).groupBy("k").agg(max("attr").as("attr")), "k").groupBy("i").agg(sum("attr")))
+    assertNotLocal(grouped)
+    assert(SkewAggDecisions.explain(grouped.plan(on = true, adaptive = true)).contains(
+      "left alone: the joined side is already unique on k"))
+    // Column statistics of an analyzed table, read with the cost-based optimizer.
+    spark.sql("DROP TABLE IF EXISTS unique_dim")
+    dim(spark).write.saveAsTable("unique_dim")
+    try {
+      spark.sql("ANALYZE TABLE unique_dim COMPUTE STATISTICS FOR COLUMNS k")
+      val analyzed = differential(s => fact(s, skewed = true).join(s.table("unique_dim"), "k")
+        .groupBy("i").agg(sum("attr")), conf :+ ("spark.sql.cbo.enabled" -> "true"): _*)
+      assertNotLocal(analyzed)
+      val text = SkewAggDecisions.explain(analyzed.plan(on = true, adaptive = false))
+      assert(text.contains("left alone: column statistics give k 1,000 distinct values in " +
+        "1,000 rows of the joined side"), text)
+      // The hint asks for the rewrite whatever the statistics say.
+      assertLocal(differential(s => fact(s, skewed = true).join(s.table("unique_dim"), "k")
+        .groupBy("i").agg(sum("attr")).hint("skew_agg"),
+        conf :+ ("spark.sql.cbo.enabled" -> "true"): _*))
+    } finally spark.sql("DROP TABLE IF EXISTS unique_dim")
+  }
+
   test("keys repeated across tasks: the merge after the join's shuffle stays, and says why") {
     // Each of 8 tasks holds every key once: no task reduces anything, the merge 8 rows to one.
     val d = run(s => s.range(0, 8000, 1, 8).select((col("id") % 1000).as("k"), col("id").as("v"))
