@@ -224,7 +224,7 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
         # for a local aggregate of dim to merge), grouped by a column of the filtered fact side.
         high = F.when(F.col("attr") < 20, 1).otherwise(0)
         return (fact.where(F.col("i") < 5).join(dim, "k").groupBy("i")
-                .agg(F.sum(high).alias("high"), F.sum(1 - high).alias("low")))
+                .agg(F.sum(high).alias("s"), F.sum(1 - high).alias("low")))
 
     def three_way_join() -> DataFrame:
         # TPC-H Q3's shape: line items (fact rows with v > 10, about 3.6 per order (k, j))
@@ -237,7 +237,7 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
             "k", "attr", F.explode(F.array(*[F.lit(j) for j in range(5)])).alias("j"))
         lines = fact.where(F.col("v") > 10).withColumn("j", F.col("i") % 5)
         return (lines.join(orders, ["k", "j"]).groupBy("k", "j", "attr")
-                .agg(F.sum(F.col("v") * (1 - F.col("i") / 100)).alias("revenue")))
+                .agg(F.sum(F.col("v") * (1 - F.col("i") / 100)).alias("s")))
 
     holistic = ["vanilla", "skewagg"]
     plain = ["vanilla", "skewagg", "skewagg+hint"]

@@ -12,7 +12,8 @@ import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
  * has run).
  *
  * Matches: the PartialMerge aggregate that local aggregation before a join puts right after the
- * join's shuffle ([[PlanPartialAggregates]], tagged [[DropUnneededMergeAfterShuffle.Tag]]), over
+ * join's shuffle ([[PlanPartialAggregates]], tagged
+ * [[DropUnneededMergeAfterShuffle.MergeAfterJoinShuffle]]), over
  * that shuffle's materialized stage, whose flushing local aggregate sketched the keys it emitted.
  *
  * Produces: when those tasks emitted fewer than `spark.skewagg.localAggregate.minMergeReduction`
@@ -27,11 +28,12 @@ import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
  * and where the rows would reduce at least that much. Without adaptive execution the merge stays.
  */
 case class DropUnneededMergeAfterShuffle(session: SparkSession) extends Rule[SparkPlan] {
+  import DropUnneededMergeAfterShuffle.MergeAfterJoinShuffle
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf, SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED)) return plan
     plan.transformUp {
-      case merge: BaseAggregateExec if merge.getTagValue(DropUnneededMergeAfterShuffle.Tag).isDefined =>
+      case merge: BaseAggregateExec if merge.getTagValue(MergeAfterJoinShuffle).isDefined =>
         sketchedStageBelow(merge.child).fold[SparkPlan](merge) { case (marker, rows, keys) =>
           val minReduction = conf.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION)
           val perKey = rows.toDouble / math.max(1L, keys)
@@ -75,5 +77,5 @@ case class DropUnneededMergeAfterShuffle(session: SparkSession) extends Rule[Spa
 
 object DropUnneededMergeAfterShuffle {
   /** Marks the PartialMerge that [[PlanPartialAggregates]] puts after a join's shuffle. */
-  val Tag: TreeNodeTag[Unit] = TreeNodeTag[Unit]("skewagg.mergeAfterJoinShuffle")
+  val MergeAfterJoinShuffle: TreeNodeTag[Unit] = TreeNodeTag[Unit]("skewagg.mergeAfterJoinShuffle")
 }

@@ -2,7 +2,9 @@ package org.apache.spark.sql.skewagg
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, AttributeReference, AttributeSet, BindReferences, Expression, GenericInternalRow, If, MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow, XxHash64}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, AttributeReference,
+  AttributeSet, BindReferences, Expression, GenericInternalRow, If, MutableProjection,
+  NamedExpression, UnsafeProjection, UnsafeRow, XxHash64}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, DeclarativeAggregate, Partial}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.aggregate.{AggregationIterator, BaseAggregateExec}

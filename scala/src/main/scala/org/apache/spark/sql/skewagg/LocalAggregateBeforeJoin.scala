@@ -1,13 +1,15 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeSet, ExpressionSet, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeSet, ExpressionSet,
+  NamedExpression}
 import org.apache.spark.sql.catalyst.expressions.PythonUDAF
 import org.apache.spark.sql.catalyst.planning.{ExtractEquiJoinKeys, PhysicalAggregation}
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, TypedImperativeAggregate}
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, BROADCAST, Join, LogicalPlan, Project}
 import org.apache.spark.sql.execution.{PlanLater, SparkPlan, SparkStrategy}
+import org.apache.spark.sql.execution.adaptive.LogicalQueryStage
 import org.apache.spark.sql.internal.SQLConf
 
 /**
@@ -127,7 +129,10 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
    * rewrite goes ahead, and adaptive execution judges the keys from what the local aggregate
    * emitted ([[DropUnneededMergeAfterShuffle]]).
    */
-  private def refusedAsUnique(agg: Aggregate, s: LogicalPlan, keys: Seq[Attribute]): Boolean = {
+  private def refusedAsUnique(agg: Aggregate, side: LogicalPlan, keys: Seq[Attribute]): Boolean = {
+    // Re-planned by adaptive execution, parts of the side are stages that ran: their logical
+    // plans keep the distinct keys and column statistics that the stages do not report.
+    val s = side.transformUp { case stage: LogicalQueryStage => stage.logicalPlan }
     val keySet = ExpressionSet(keys)
     val fromPlan = s.distinctKeys.find(_.subsetOf(keySet)).map { unique =>
       s"left alone: the joined side is already unique on ${unique.map(_.sql).mkString(", ")} " +
@@ -141,7 +146,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         keys.flatMap(k => stats.attributeStats.get(k).flatMap(_.distinctCount).map(k -> _))
           .find { case (_, distinct) => BigDecimal(distinct) * minReduction >= BigDecimal(rows) }
           .map { case (k, distinct) =>
-            f"left alone: column statistics give ${k.sql} $distinct%,d distinct values in " +
+            f"left alone: column statistics give ${k.name} $distinct%,d distinct values in " +
               f"$rows%,d rows of the joined side, fewer than " +
               s"${SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key}=$minReduction rows per " +
               "key, so aggregating it before the join would merge almost nothing."

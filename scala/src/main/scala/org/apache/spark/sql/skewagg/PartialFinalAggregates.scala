@@ -66,7 +66,7 @@ case class PlanPartialAggregates(session: SparkSession) extends SparkStrategy {
         if (!merged) local
         else {
           val merge = PartialAggregates.partialMerge(sparkFinal, Some(shuffleKeys), local)
-          merge.setTagValue(DropUnneededMergeAfterShuffle.Tag, ())
+          merge.setTagValue(DropUnneededMergeAfterShuffle.MergeAfterJoinShuffle, ())
           merge
         }
       }.toSeq

@@ -126,7 +126,8 @@ object SkewAggDecisions {
     val rewrites = below.collect { case m: SkewAggLocalStageExec => m.decision }.distinct
     if (rewrites.nonEmpty) return rewrites.map("rewritten: " + _).mkString("\n  ")
     // Recorded on the plan, or by a strategy on the logical aggregate the plan was planned from.
-    (agg +: below).flatMap(p => p.getTagValue(Tag).orElse(p.logicalLink.flatMap(_.getTagValue(Tag))))
+    (agg +: below)
+      .flatMap(p => p.getTagValue(Tag).orElse(p.logicalLink.flatMap(_.getTagValue(Tag))))
       .headOption.foreach(return _)
     agg match {
       case PythonAggregates(_, _) =>

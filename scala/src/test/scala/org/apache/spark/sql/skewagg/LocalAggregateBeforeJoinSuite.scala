@@ -198,8 +198,8 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     assert(!mergesAfterJoinShuffle(adaptive), adaptive)
     val Seq(decision) = localStages(adaptive).map(_.decision)
     assert(decision.matches("flushing partial aggregate before the join; not merged after the " +
-      "join's shuffle: 1,000 partial rows of about [0-9,]+ keys \\([0-9]\\.[0-9]+ per key\\), below " +
-      "spark.skewagg.localAggregate.minMergeReduction=2.0"), decision)
+      "join's shuffle: 1,000 partial rows of about [0-9,]+ keys \\([0-9]\\.[0-9]+ per key\\), " +
+      "below spark.skewagg.localAggregate.minMergeReduction=2.0"), decision)
     assert(SkewAggDecisions.explain(adaptive).contains(decision))
   }
 
@@ -268,7 +268,8 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
         .groupBy("attr").agg(sum("v"), avg("d"), count(lit(1))).hint(hint))
       assertLocal(byOther)
       for (adaptive <- Seq(false, true)) {
-        assert(mergesAboveJoin(byOther.plan(on = true, adaptive)), byOther.plan(on = true, adaptive))
+        val on = byOther.plan(on = true, adaptive)
+        assert(mergesAboveJoin(on), on)
       }
       // Grouped by the join key, the join's rows arrive clustered: no merge, no exchange added.
       val byKey = run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
