@@ -1,7 +1,7 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.{InputAdapter, SparkPlan, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, AQEShuffleReadRule, ExchangeQueryStageExec, ShufflePartitionsUtil, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeLike, ShuffleOrigin}
 import org.apache.spark.sql.internal.SQLConf
@@ -55,14 +55,10 @@ case class CoalescePartialResultExchanges(session: SparkSession) extends AQEShuf
 
   /** The exchange moves exactly what a skewagg local stage produced. */
   private def addedBySkewAgg(shuffle: ShuffleExchangeLike): Boolean =
-    PartialAggregates.isCheapExchange(shuffle) && (withoutCodegen(shuffle.child) match {
-      case _: SkewAggLocalStageExec => true
-      case _ => false
-    })
+    PartialAggregates.isCheapExchange(shuffle) &&
+      (PartialAggregates.withoutCodegen(shuffle.child) match {
+        case _: SkewAggLocalStageExec => true
+        case _ => false
+      })
 
-  private def withoutCodegen(plan: SparkPlan): SparkPlan = plan match {
-    case w: WholeStageCodegenExec => withoutCodegen(w.child)
-    case i: InputAdapter => withoutCodegen(i.child)
-    case other => other
-  }
 }

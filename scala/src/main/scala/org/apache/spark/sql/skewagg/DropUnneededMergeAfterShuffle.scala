@@ -3,7 +3,7 @@ package org.apache.spark.sql.skewagg
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
-import org.apache.spark.sql.execution.{InputAdapter, SparkPlan, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 
@@ -60,19 +60,14 @@ case class DropUnneededMergeAfterShuffle(session: SparkSession) extends Rule[Spa
   private def sketchedStageBelow(plan: SparkPlan): Option[(SkewAggLocalStageExec, Long, Long)] =
     plan match {
       case r: AQEShuffleReadExec => sketchedStageBelow(r.child)
-      case s: ShuffleQueryStageExec if s.isMaterialized => withoutCodegen(s.shuffle.child) match {
-        case marker @ SkewAggLocalStageExec(f: FlushingPartialAggregateExec, _, _) =>
-          f.emittedKeys.map(sketch => (marker, f.metrics("numOutputRows").value, sketch.value))
-        case _ => None
-      }
+      case s: ShuffleQueryStageExec if s.isMaterialized =>
+        PartialAggregates.withoutCodegen(s.shuffle.child) match {
+          case marker @ SkewAggLocalStageExec(f: FlushingPartialAggregateExec, _, _) =>
+            f.emittedKeys.map(sketch => (marker, f.metrics("numOutputRows").value, sketch.value))
+          case _ => None
+        }
       case _ => None
     }
-
-  private def withoutCodegen(plan: SparkPlan): SparkPlan = plan match {
-    case w: WholeStageCodegenExec => withoutCodegen(w.child)
-    case i: InputAdapter => withoutCodegen(i.child)
-    case other => other
-  }
 }
 
 object DropUnneededMergeAfterShuffle {

@@ -23,6 +23,13 @@ object PartialAggregates {
     case other => other
   }
 
+  /** `plan` without whole-stage codegen's wrappers only. */
+  def withoutCodegen(plan: SparkPlan): SparkPlan = plan match {
+    case w: WholeStageCodegenExec => withoutCodegen(w.child)
+    case i: InputAdapter => withoutCodegen(i.child)
+    case other => other
+  }
+
   /** The first node below `plan` that is not a row-local Project, Filter or Expand. */
   def belowRowLocal(plan: SparkPlan): SparkPlan = plan match {
     case p: ProjectExec => belowRowLocal(p.child)
