@@ -376,8 +376,8 @@ def main(argv: List[str] | None = None) -> int:
     suffix = "" if section == "local-global" else f"-{section}"
     out = RESULTS / f"bench-rows{args.rows}{suffix}-spark{line}.json"
     out.write_text(json.dumps(report, indent=1) + "\n")
-    text = (render(report) + render_lines(report)) if section == "local-global" \
-        else render_holistic(report)
+    text = (render(report) if section == "local-global" else render_holistic(report)) \
+        + render_lines(report, suffix)
     DOC.write_text(with_section(DOC.read_text() if DOC.exists() else "", section, text))
     print(f"wrote {out.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
     return 0 if all(r["equal_to_vanilla"] for r in results) else 1
@@ -516,17 +516,18 @@ def render(report: dict) -> str:
     return "\n".join(lines + makespan_ratios(by)) + "\n"
 
 
-def render_lines(report: dict) -> str:
-    """The same scenarios measured on each Spark line that has a report of as many rows, side by
-    side: the wall time against that line's vanilla, and makespan@64, per variant."""
+def render_lines(report: dict, suffix: str = "") -> str:
+    """The same scenarios measured on each Spark line that has a report of as many rows (named
+    with the same `suffix`), side by side: the wall time against that line's vanilla, and
+    makespan@64, per variant."""
     reports = {report["line"]: report}
-    for path in RESULTS.glob(f"bench-rows{report['rows']}-spark*.json"):
+    for path in RESULTS.glob(f"bench-rows{report['rows']}{suffix}-spark*.json"):
         other = json.loads(path.read_text())
         reports.setdefault(other.get("line", "?"), other)
     if len(reports) < 2:
         return ""
     lines_ = sorted(reports, key=lambda l: tuple(int(p) for p in l.split(".")))
-    header = ["", "## Spark lines side by side", "",
+    header = ["", "### Spark lines side by side" if suffix else "## Spark lines side by side", "",
               "Each line against its own vanilla Spark (skewagg off), from its report in "
               "benchmarks/results (" + ", ".join(
                   f"{l}: Spark {reports[l].get('spark', l)}, {reports[l]['when']}"
