@@ -26,15 +26,14 @@ KEYS = 1_000_000
 
 def result_checksum(df: DataFrame) -> Tuple[Tuple[float, float], List[str]]:
     """Rows and sum of column ``s`` of ``df``, computed on the cluster (nothing large is
-    collected), and the SkewAggLocalStage and SingleKeyAggregate lines of the plan that computed
-    them."""
+    collected), and skewagg's operators (SkewAggLocalStage, SingleKeyAggregate) in the plan that
+    computed them, those of reused stages included."""
     totals = df.agg(F.count(F.lit(1)), F.sum("s"))
     row = totals.collect()[0]  # not head(): that runs a new limit query, not this plan
-    plan = totals._jdf.queryExecution().executedPlan().toString()  # type: ignore[operator]
-    final = plan.split("== Initial Plan ==")[0]
-    markers = [line.strip(" +-:*()0123456789") for line in final.splitlines()
-               if "SkewAggLocalStage" in line or "SingleKeyAggregate" in line]
-    return (float(row[0]), float(row[1] or 0.0)), markers
+    jvm = df.sparkSession.sparkContext._jvm
+    plan = totals._jdf.queryExecution().executedPlan()  # type: ignore[operator]
+    markers = str(jvm.org.apache.spark.sql.skewagg.SkewAggDecisions.operatorLines(plan))
+    return (float(row[0]), float(row[1] or 0.0)), [m for m in markers.splitlines() if m]
 
 
 def same_result(a: Sequence[float], b: Sequence[float]) -> bool:

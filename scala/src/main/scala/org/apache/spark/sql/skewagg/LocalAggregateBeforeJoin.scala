@@ -11,6 +11,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, BROADCAST, Join, 
 import org.apache.spark.sql.execution.{PlanLater, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.adaptive.LogicalQueryStage
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{Decimal, DecimalType}
 
 /**
  * Planner strategy: rewrites the optimized plan while it is planned, after every optimizer batch,
@@ -49,9 +50,11 @@ import org.apache.spark.sql.internal.SQLConf
  * nondeterministic or Python aggregates, groups by computed expressions other than constants,
  * the Project in between computes columns, the join type and aggregated side do not match as
  * above, or (without the hint) it has holistic aggregates (their partial buffers are as large as
- * their input) or Spark knows the aggregated side to be (nearly) unique on its keys (recorded:
- * see `refusedAsUnique`). DISTINCTs of several column sets reach it already expanded by Spark's
- * RewriteDistinctAggregates (an aggregate over an Expand, not over the join): left alone.
+ * their input), partial buffers with decimals of more than 18 digits (recorded: see
+ * `refusedForWideDecimals`) or Spark knows the aggregated side to be (nearly) unique on its keys
+ * (recorded: see `refusedAsUnique`). DISTINCTs of several column sets reach it already expanded
+ * by Spark's RewriteDistinctAggregates (an aggregate over an Expand, not over the join): left
+ * alone.
  */
 case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy {
 
@@ -76,6 +79,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         (join, projected) <- joinBelow(agg.child)
         if forced || shuffled(join)
         side <- aggregatedSide(join, AttributeSet(aggregates.flatMap(_.references)))
+        if forced || distinctOnly || !refusedForWideDecimals(agg, aggregates)
         s = if (side == "left") join.left else join.right
         conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
         keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
@@ -157,6 +161,31 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       case Some(reason) => SkewAggDecisions.record(agg, reason); true
       case None => false
     }
+  }
+
+  /**
+   * Without the hint, refuses (recording why on `agg`) when a partial buffer holds a decimal of
+   * more than 18 digits (`sum` of a decimal(12, 2) column keeps one of 22). A row stores such a
+   * decimal as bytes: a BigDecimal to write it and one to read it back, per row. Every row the
+   * flushing aggregate passes through then costs more than the join saves, and only a hot key's
+   * rows would pay; adaptive execution still splits a skewed join partition below the aggregate
+   * at run time (measured: docs/rewrites.md).
+   */
+  private def refusedForWideDecimals(
+      agg: Aggregate,
+      aggregates: Seq[AggregateExpression]): Boolean = {
+    val wide = aggregates.filter(_.aggregateFunction.aggBufferAttributes.exists(_.dataType match {
+      case d: DecimalType => d.precision > Decimal.MAX_LONG_DIGITS
+      case _ => false
+    }))
+    if (wide.nonEmpty) {
+      SkewAggDecisions.record(agg, s"left alone: the partial buffers of " +
+        s"${wide.map(_.sql).mkString(", ")} hold decimals of more than " +
+        s"${Decimal.MAX_LONG_DIGITS} digits, which cost a BigDecimal per row passed on before " +
+        "the join, more than aggregating before it saves unless keys repeat within a task " +
+        "(the SKEW_AGG hint aggregates anyway).")
+    }
+    wide.nonEmpty
   }
 
   /**

@@ -215,7 +215,7 @@ object SkewAggConf {
         "as they are. 1.0 always merges.")
       .version("0.1.0")
       .doubleAtLeast(1.0)
-      .createWithDefault(2.0))
+      .createWithDefault(3.0))
 
   val BUCKETED_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.bucketed.enabled")

@@ -62,6 +62,17 @@ object SkewAggDecisions {
   }
 
   /**
+   * One line per skewagg operator that ran in `plan` (executed): the local stage markers and the
+   * one-key-at-a-time aggregates, with what they print in Spark's plan, including those inside
+   * reused stages (which Spark's plan text does not show).
+   */
+  def operatorLines(plan: SparkPlan): String = nodes(plan).collect {
+    case op: SkewAggLocalStageExec => op.simpleString(SQLConf.get.maxToStringFields)
+    case op: SingleKeyAggregateExec => op.simpleString(SQLConf.get.maxToStringFields)
+    case op: HotKeySplitAggregateExec => op.simpleString(SQLConf.get.maxToStringFields)
+  }.mkString("\n")
+
+  /**
    * The planning steps that failed and kept Spark's plan ([[PlanningFallback]]), as recorded on
    * the plan's nodes or on the logical plans they were planned from.
    */

@@ -29,6 +29,13 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     .union(dim(s).where(col("k") % 3 === 0))
     .union(dim(s).where(col("k") === 0))
 
+  /**
+   * Skewed `fact` with `d` a decimal(7, 2): its sums keep 17 digits (a long in a row), which the
+   * rewrite takes without the hint; wider ones it leaves alone (see the test of decimals).
+   */
+  private def narrowFact(s: SparkSession): DataFrame =
+    fact(s, skewed = true).withColumn("d", col("d").cast("decimal(7,2)"))
+
   /** A join whose subtree aggregates partially before the join's input. */
   private def aggregatesBeforeJoin(plan: SparkPlan): Boolean =
     nodes[ShuffledJoin](plan).exists(_.children.exists(c => find(c)(PartialAggregates.isPartial).isDefined))
@@ -87,7 +94,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
   test("without the hint: a flushing local aggregate, for every family it takes") {
     // A map of 64 keys: batches of uniform keys reduce too little, so the hot key stays in the
     // map and the other rows pass through; every path of the operator runs.
-    val d = differential(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k").groupBy("k")
+    val d = differential(s => narrowFact(s).join(dimWithDuplicates(s), "k").groupBy("k")
       .agg(sum("v"), count(lit(1)), count("v"), avg("d"), min("i"), max("i"), stddev("v"),
         variance("d"), bool_and(col("i") > 2), bool_or(col("i") > 5), sum("d"),
         approx_count_distinct("i"), first("i"), expr("sum(v) FILTER (WHERE i > 3)")),
@@ -104,7 +111,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
 
   test("without the hint: declarative functions pass rows through in one projection") {
     for (ansi <- Seq("false", "true")) {
-      val d = differential(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+      val d = differential(s => narrowFact(s).join(dimWithDuplicates(s), "k")
         .groupBy("k", "attr")
         .agg(sum("v"), sum("d"), avg("d"), count(lit(1)), min("v"), max("d"), stddev("v"),
           bool_and(col("i") > 2), expr("avg(d) FILTER (WHERE i > 3)"),
@@ -165,7 +172,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
 
   test("before a shuffled join, partial rows merge after the join's own shuffle: no extra one") {
     for ((preferSortMerge, hint) <- Seq(("true", "no_hint"), ("false", "skew_agg"))) {
-      val d = differential(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+      val d = differential(s => narrowFact(s).join(dimWithDuplicates(s), "k")
         .groupBy("k", "attr").agg(sum("v"), avg("d"), count(lit(1)), max("i")).hint(hint),
         conf ++ Seq("spark.sql.join.preferSortMergeJoin" -> preferSortMerge,
           "spark.sql.shuffle.partitions" -> "7",
@@ -199,7 +206,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     val Seq(decision) = localStages(adaptive).map(_.decision)
     assert(decision.matches("flushing partial aggregate before the join; not merged after the " +
       "join's shuffle: 1,000 partial rows of about [0-9,]+ keys \\([0-9]\\.[0-9]+ per key\\), " +
-      "below spark.skewagg.localAggregate.minMergeReduction=2.0"), decision)
+      "below spark.skewagg.localAggregate.minMergeReduction=3.0"), decision)
     assert(SkewAggDecisions.explain(adaptive).contains(decision))
   }
 
@@ -268,7 +275,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
   test("grouping by columns that do not hold the join key: the join's rows merge before the " +
       "shuffle to the final aggregate, as Spark's partial aggregate would") {
     for (hint <- Seq("skew_agg", "no_hint")) {
-      val byOther = run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+      val byOther = run(s => narrowFact(s).join(dimWithDuplicates(s), "k")
         .groupBy("attr").agg(sum("v"), avg("d"), count(lit(1))).hint(hint))
       assertLocal(byOther)
       for (adaptive <- Seq(false, true)) {
@@ -338,6 +345,23 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     // DISTINCT mixed with other aggregates: deduplication would change the others.
     assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
       .agg(countDistinct("i"), sum("v")).hint("skew_agg")))
+  }
+
+  test("left alone without the hint: partial buffers with decimals of more than 18 digits") {
+    // sum and avg of a decimal(12, 2) keep a decimal(22, 2) sum: bytes, a BigDecimal per row.
+    for (f <- Seq(sum("d"), avg("d"), sum(col("d") * (lit(1) - col("d") / 100)))) {
+      val d = run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("attr").agg(f, sum("v")))
+      assertNotLocal(d)
+      val text = SkewAggDecisions.explain(d.plan(on = true, adaptive = false))
+      assert(text.contains("left alone: the partial buffers of") &&
+        text.contains("hold decimals of more than 18 digits"), text)
+      // Adaptive execution splits the hot key's join partition instead.
+      val adaptive = SkewAggDecisions.explain(d.plan(on = true, adaptive = true))
+      assert(adaptive.contains("rewritten: skew split of the join below the aggregate"), adaptive)
+      // The hint aggregates anyway.
+      assertLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("attr")
+        .agg(f, sum("v")).hint("skew_agg")))
+    }
   }
 
   test("left alone without the hint: holistic aggregates, joins Spark may broadcast") {
