@@ -66,11 +66,10 @@ object SkewAggDecisions {
    * one-key-at-a-time aggregates, with what they print in Spark's plan, including those inside
    * reused stages (which Spark's plan text does not show).
    */
-  def operatorLines(plan: SparkPlan): String = nodes(plan).collect {
-    case op: SkewAggLocalStageExec => op.simpleString(SQLConf.get.maxToStringFields)
-    case op: SingleKeyAggregateExec => op.simpleString(SQLConf.get.maxToStringFields)
-    case op: HotKeySplitAggregateExec => op.simpleString(SQLConf.get.maxToStringFields)
-  }.mkString("\n")
+  def operatorLines(plan: SparkPlan): String = nodes(plan).filter {
+    case _: SkewAggLocalStageExec | _: SingleKeyAggregateExec | _: HotKeySplitAggregateExec => true
+    case _ => false
+  }.map(_.simpleString(SQLConf.get.maxToStringFields)).mkString("\n")
 
   /**
    * The planning steps that failed and kept Spark's plan ([[PlanningFallback]]), as recorded on
