@@ -1,6 +1,6 @@
 package org.apache.spark.sql.skewagg
 
-import org.apache.spark.sql.catalyst.expressions.aggregate.Complete
+import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Complete}
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.{SortExec, SparkPlan}
 import org.apache.spark.sql.execution.aggregate.{AggUtils, BaseAggregateExec}
@@ -53,7 +53,7 @@ object FusedAggregates {
    */
   def halves(agg: BaseAggregateExec): Option[(BaseAggregateExec, BaseAggregateExec)] = {
     if (!isFused(agg)) return None
-    AggUtils.planAggregateWithoutDistinct(agg.groupingExpressions, agg.aggregateExpressions,
+    AggUtils.planAggregateWithoutDistinct(agg.groupingExpressions, outputNamed(agg),
       agg.resultExpressions, agg.child) match {
       case Seq(top: BaseAggregateExec) => top.child match {
         case partial: BaseAggregateExec =>
@@ -66,10 +66,26 @@ object FusedAggregates {
   }
 
   /**
+   * `agg`'s aggregate expressions, each with the result id `agg` outputs it under: a fused
+   * DISTINCT aggregate keeps the final half's attributes and the partial half's expressions,
+   * whose result ids differ (fuzz seed 5, case 367).
+   */
+  private def outputNamed(agg: BaseAggregateExec): Seq[AggregateExpression] =
+    agg.aggregateExpressions.zip(agg.aggregateAttributes).map { case (e, a) =>
+      if (e.resultId == a.exprId) e else e.copy(resultId = a.exprId)
+    }
+
+  /** `b` is `a` with other children. */
+  private def sameNode(a: SparkPlan, b: SparkPlan): Boolean =
+    a.getClass == b.getClass && a.children.size == b.children.size &&
+      b.withNewChildren(a.children).fastEquals(a)
+
+  /**
    * `rule` applied to `plan` in which each fused aggregate whose partial half `candidate`
    * accepts is split into its halves; where `rule` left such a partial half as it was, the two
-   * halves are fused again into the original aggregate (and a decision the rule recorded on the
-   * partial half moves to it).
+   * halves are fused again into the original aggregate over the partial half's input as the rule
+   * left it (a fused aggregate below may have been fused again, or rewritten), and a decision
+   * the rule recorded on the partial half moves to it.
    */
   def splitWhere(plan: SparkPlan, candidate: SparkPlan => Boolean)(
       rule: SparkPlan => SparkPlan): SparkPlan = {
@@ -83,9 +99,9 @@ object FusedAggregates {
     if (split.fastEquals(plan)) return rule(plan)
     rule(split).transformUp {
       case top: BaseAggregateExec
-          if top.getTagValue(SplitFrom).exists(_._2.fastEquals(top.child)) =>
-        val (fused, partial) = top.getTagValue(SplitFrom).get
-        partial.getTagValue(SkewAggDecisions.Tag).foreach(SkewAggDecisions.record(fused, _))
+          if top.getTagValue(SplitFrom).exists(s => sameNode(s._2, top.child)) =>
+        val fused = top.getTagValue(SplitFrom).get._1.withNewChildren(top.child.children)
+        top.child.getTagValue(SkewAggDecisions.Tag).foreach(SkewAggDecisions.record(fused, _))
         fused
     }
   }

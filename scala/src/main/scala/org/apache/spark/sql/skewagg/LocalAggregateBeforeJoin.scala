@@ -30,6 +30,8 @@ import org.apache.spark.sql.types.{Decimal, DecimalType}
  * grouping columns and the columns the join condition reads from it. A hot key's rows collapse
  * before the join's shuffle. Exact for every partially aggregatable function: a partial buffer
  * joined to m rows is merged m times, which is what aggregating each of its rows m times gives.
+ * Before a join that may drop rows (all but outer joins), an ANSI `sum` of integers is a
+ * [[WrappingLongSum]]: a group the join drops must not fail the query on overflow.
  * When every aggregate is DISTINCT, S's rows are deduplicated on S-keys and the DISTINCT columns
  * instead, and the aggregate stays as it is: DISTINCT ignores how often a row repeats.
  *
@@ -49,12 +51,13 @@ import org.apache.spark.sql.types.{Decimal, DecimalType}
  * the NO_SKEW_AGG hint, mixes DISTINCT and other aggregates, has FILTER clauses on DISTINCT,
  * nondeterministic or Python aggregates, groups by computed expressions other than constants,
  * the Project in between computes columns, the join type and aggregated side do not match as
- * above, or (without the hint) it has holistic aggregates (their partial buffers are as large as
- * their input), partial buffers with decimals of more than 18 digits (recorded: see
- * `refusedForWideDecimals`) or Spark knows the aggregated side to be (nearly) unique on its keys
- * (recorded: see `refusedAsUnique`). DISTINCTs of several column sets reach it already expanded
- * by Spark's RewriteDistinctAggregates (an aggregate over an Expand, not over the join): left
- * alone.
+ * above, an aggregate may fail on some row before a join that may drop rows (recorded: see
+ * `refusedAsFailing`), or (without the hint) it has holistic aggregates (their partial buffers
+ * are as large as their input), partial buffers with decimals of more than 18 digits (recorded:
+ * see `refusedForWideDecimals`) or Spark knows the aggregated side to be (nearly) unique on its
+ * keys (recorded: see `refusedAsUnique`). DISTINCTs of several column sets reach it already
+ * expanded by Spark's RewriteDistinctAggregates (an aggregate over an Expand, not over the join):
+ * left alone.
  */
 case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy {
 
@@ -80,14 +83,20 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         if forced || shuffled(join)
         side <- aggregatedSide(join, AttributeSet(aggregates.flatMap(_.references)))
         if forced || distinctOnly || !refusedForWideDecimals(agg, aggregates)
+        drops = join.joinType match {
+          case LeftOuter | RightOuter => false
+          case _ => true
+        }
+        aggs = if (drops) aggregates.map(WrappingLongSum.in) else aggregates
+        if distinctOnly || !drops || !refusedAsFailing(agg, aggs, forced)
         s = if (side == "left") join.left else join.right
         conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
         keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
         if forced || !refusedAsUnique(agg, s, keys)
-        local <- localSide(agg, aggregates, keys, projected, s, flushing = !forced,
+        local <- localSide(agg, aggs, keys, projected, s, flushing = !forced,
           shuffleKeys = if (shuffled(join)) joinKeysOf(join, side) else Nil)
         newJoin = if (side == "left") join.copy(left = local) else join.copy(right = local)
-        planned <- plan(agg, newJoin, local, distinctOnly, grouping, aggregates, result)
+        planned <- plan(agg, newJoin, local, distinctOnly, grouping, aggs, result)
       } yield planned
     case _ => None
   }
@@ -186,6 +195,23 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         "(the SKEW_AGG hint aggregates anyway).")
     }
     wide.nonEmpty
+  }
+
+  /**
+   * Refuses (recording why on `agg`) when an aggregate may fail on some row ([[RowFailures]]),
+   * before a join that may drop rows: aggregating rows the join drops could fail a query Spark
+   * answers. With the hint, the user's own functions are trusted.
+   */
+  private def refusedAsFailing(
+      agg: Aggregate,
+      aggregates: Seq[AggregateExpression],
+      forced: Boolean): Boolean = {
+    val failing = aggregates.flatMap(RowFailures.of(_, trustUserCode = forced))
+    if (failing.nonEmpty) {
+      SkewAggDecisions.record(agg, s"left alone: ${failing.mkString(", ")} may fail on some " +
+        "rows, and aggregating before the join would also evaluate it on rows the join drops.")
+    }
+    failing.nonEmpty
   }
 
   /**

@@ -66,6 +66,28 @@ class FusedAggregatesSuite extends SkewAggSuiteBase {
     }
   }
 
+  test("a DISTINCT over a bucketed scan: two fused aggregates, one above the other " +
+      "(fuzz seed 5, case 367)") {
+    for (skewed <- Seq(false, true)) {
+      val table = s"fused_distinct_${if (skewed) "skewed" else "uniform"}"
+      spark.sql(s"DROP TABLE IF EXISTS $table")
+      fact(spark, skewed).write.bucketBy(16, "k").format("parquet").saveAsTable(table)
+      try {
+        bothWays(SQLConf.ANSI_ENABLED.key -> "true", SkewAggConf.SKEW_FACTOR.key -> "3")(s =>
+          s.table(table).groupBy("k").agg(countDistinct("i"))) { (fuse, d) =>
+          val plan = d.plan(on = true, adaptive = true)
+          if (skewed) {
+            assert(nodes[SkewAggLocalStageExec](plan).nonEmpty, s"fuse=$fuse\n$plan")
+          } else {
+            for (adaptive <- Seq(false, true)) {
+              assert(shape(d.plan(on = true, adaptive)) == shape(d.plan(on = false, adaptive)))
+            }
+          }
+        }
+      } finally spark.sql(s"DROP TABLE IF EXISTS $table")
+    }
+  }
+
   test("explained from its input, as a partial aggregate would be") {
     withSQLConf(conf ++ fusing(on = true) ++ Seq(
         SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false",

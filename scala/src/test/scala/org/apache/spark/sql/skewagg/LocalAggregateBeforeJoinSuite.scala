@@ -9,6 +9,7 @@ import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.expressions.Aggregator
 import org.apache.spark.sql.functions._
+import org.apache.spark.sql.internal.SQLConf
 
 import SkewTestData._
 
@@ -362,6 +363,67 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
       assertLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("attr")
         .agg(f, sum("v")).hint("skew_agg")))
     }
+  }
+
+  /**
+   * `(k, l)`, `l` a BIGINT: 30% of rows on key 0, the rest uniform over the keys, and two rows on
+   * `key` whose `l` is the largest BIGINT: the sum of that group overflows.
+   */
+  private def overflowingFact(s: SparkSession, key: Long): DataFrame = {
+    val extra = col("id") >= 20000
+    s.range(0, 20002).select(
+      when(extra, lit(key)).when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") % Keys).as("k"),
+      when(extra, lit(Long.MaxValue)).otherwise(col("id") % 7).as("l"))
+  }
+
+  private val ansi = conf :+ (SQLConf.ANSI_ENABLED.key -> "true")
+
+  test("ANSI sums of integers: a group the join drops never fails the query (fuzz seed 5, " +
+      "case 293)") {
+    // Key -1 has no row in dim: the inner join drops it. Key 7 has one: the anti join drops it.
+    for (forced <- Seq(true, false)) {
+      def hinted(df: DataFrame) = if (forced) df.hint("skew_agg") else df
+      assertLocal(differential(s => hinted(overflowingFact(s, -1).join(dim(s), "k")
+        .groupBy("k").agg(sum("l"), sum(when(col("l") > 0, lit(1))), avg("l"))), ansi: _*))
+      assertLocal(differential(s => hinted(overflowingFact(s, 7)
+        .join(dim(s), Seq("k"), "left_anti").groupBy("k").agg(sum("l"))), ansi: _*))
+    }
+  }
+
+  test("ANSI sums of integers: a group the join keeps fails on overflow as Spark's does") {
+    for (on <- Seq(false, true); adaptive <- Seq(false, true)) {
+      withSQLConf(ansi ++ Seq(SkewAggConf.ENABLED.key -> on.toString,
+          SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive.toString): _*) {
+        val df = overflowingFact(spark, 7).join(dim(spark), "k").groupBy("k").agg(sum("l"))
+          .hint("skew_agg")
+        val e = intercept[Exception](df.collect())
+        assert(Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null)
+          .exists(_.getMessage.contains("ARITHMETIC_OVERFLOW")), e)
+        if (!adaptive) assert(aggregatesBeforeJoin(df.queryExecution.executedPlan) == on)
+      }
+    }
+  }
+
+  test("left alone before a join that may drop rows: aggregates that may fail on a row") {
+    val fails = udf((v: Double) => if (v > 1e9) throw new IllegalStateException("big") else v)
+    for ((f, hint) <- Seq(sum(make_dt_interval(col("i"))) -> "skew_agg",
+        sum(col("d").cast("int")) -> "skew_agg", sum(col("v") / (col("i") + 1)) -> "skew_agg",
+        sum(fails(col("v"))) -> "none")) {
+      val d = differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+        .agg(f, sum("v")).hint(hint), ansi: _*)
+      assertNotLocal(d)
+      val text = SkewAggDecisions.explain(d.plan(on = true, adaptive = false))
+      assert(text.contains("may fail on some rows, and aggregating before the join"), text)
+      // A join that keeps every row of the aggregated side: aggregated before it.
+      assertLocal(differential(s => fact(s, skewed = true).join(dim(s), Seq("k"), "left_outer")
+        .groupBy("k").agg(f, sum("v")).hint("skew_agg"), ansi: _*))
+    }
+    // With the hint, the user's own functions are trusted; what cannot fail is taken either way.
+    assertLocal(differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+      .agg(sum(fails(col("v")))).hint("skew_agg"), ansi: _*))
+    assertLocal(differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+      .agg(sum(col("v") * (lit(1) - col("i") / 100)), sum(col("i").cast("bigint")),
+        max(when(col("i") > 3, col("v")))), ansi: _*))
   }
 
   test("left alone without the hint: holistic aggregates, joins Spark may broadcast") {
