@@ -9,8 +9,9 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression,
   BitAggregate, CentralMomentAgg, CollectList, CollectSet, Corr, Count, Covariance, First,
   HyperLogLogPlusPlus, Last, Max, MaxMinBy, Min, Percentile, Sum}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeNaNAndZero
-import org.apache.spark.sql.types.{AtomicType, DataType, DayTimeIntervalType, DecimalType,
-  DoubleType, FloatType, NumericType, StringType, YearMonthIntervalType}
+import org.apache.spark.sql.types.{AtomicType, DataType, DayTimeIntervalType, Decimal,
+  DecimalType, DoubleType, FloatType, IntegralType, NumericType, StringType,
+  YearMonthIntervalType}
 
 /**
  * What may throw on some row, for a rewrite that aggregates rows Spark's plan never aggregates
@@ -89,9 +90,10 @@ object RowFailures {
   }
 
   private def nonZeroConstant(e: Expression): Boolean = e match {
-    case Literal(null, _) => false
-    case l: Literal => l.dataType.isInstanceOf[NumericType] &&
-      BigDecimal(l.value.toString) != BigDecimal(0)
+    case Literal(v: Double, DoubleType) => v != 0
+    case Literal(v: Float, FloatType) => v != 0
+    case Literal(v: Decimal, _: DecimalType) => v.toBigDecimal != 0
+    case Literal(v: Number, _: IntegralType) => v.longValue != 0
     case _ => false
   }
 
