@@ -1,6 +1,6 @@
 """Why skewagg rewrote, or left alone, each aggregate of a query.
 
-The text comes from the extension (``SkewAggDecisions`` in the jar), the same that Spark prints in
+The text comes from the extension (``SkewAggExplain`` in the jar), the same that Spark prints in
 its own ``df.explain("extended")`` under "Extended Information (skewagg)" when
 ``spark.sql.extendedExplainProviders`` lists :data:`EXPLAIN_GENERATOR_CLASS` (``configure()``
 adds it). skewagg's run-time rewrites are decided from the sizes of shuffles that have run, so
@@ -33,7 +33,7 @@ def explain_text(df: "DataFrame", run: bool = False) -> str:
     if run:
         execution.toRdd().count()
     jvm = spark.sparkContext._jvm
-    return str(jvm.org.apache.spark.sql.skewagg.SkewAggDecisions.explain(execution.executedPlan()))
+    return str(jvm.org.apache.spark.sql.skewagg.SkewAggExplain.explain(execution.executedPlan()))
 
 
 def explain(df: "DataFrame", run: bool = False) -> None:

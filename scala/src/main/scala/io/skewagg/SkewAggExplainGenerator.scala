@@ -2,7 +2,7 @@ package io.skewagg
 
 import org.apache.spark.sql.ExtendedExplainGenerator
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.skewagg.SkewAggDecisions
+import org.apache.spark.sql.skewagg.SkewAggExplain
 
 /**
  * Adds a "skewagg" section to Spark's `EXPLAIN EXTENDED` / `df.explain("extended")` (and the
@@ -13,5 +13,5 @@ import org.apache.spark.sql.skewagg.SkewAggDecisions
  */
 class SkewAggExplainGenerator extends ExtendedExplainGenerator {
   override def title: String = "skewagg"
-  override def generateExtendedInfo(plan: SparkPlan): String = SkewAggDecisions.explain(plan)
+  override def generateExtendedInfo(plan: SparkPlan): String = SkewAggExplain.explain(plan)
 }

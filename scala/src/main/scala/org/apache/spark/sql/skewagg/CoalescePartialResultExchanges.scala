@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, AQEShuffleReadRule, ExchangeQueryStageExec, ShufflePartitionsUtil, ShuffleQueryStageExec}
+import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ExchangeQueryStageExec, ShufflePartitionsUtil, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeLike, ShuffleOrigin}
 import org.apache.spark.sql.internal.SQLConf
 
@@ -25,7 +25,7 @@ import org.apache.spark.sql.internal.SQLConf
  * Being an AQEShuffleReadRule, adaptive execution drops its result if it would break a
  * distribution requirement.
  */
-case class CoalescePartialResultExchanges(session: SparkSession) extends AQEShuffleReadRule {
+case class CoalescePartialResultExchanges(session: SparkSession) extends SkewAggShuffleReadRule {
 
   /** Public, so [[PlanningFallback]]'s guard of this rule can say the same. */
   override def supportedShuffleOrigins: Seq[ShuffleOrigin] = Seq(ENSURE_REQUIREMENTS)

@@ -54,7 +54,7 @@ case class FlushingPartialAggregateExec(
     minReduction: Double,
     shuffleKeys: Seq[Expression],
     sketchKeys: Boolean,
-    child: SparkPlan) extends UnaryExecNode {
+    child: SparkPlan) extends UnaryExecNode with BottomPartialAggregateExec {
 
   require(aggregateExpressions.forall(_.mode == Partial), "only partial aggregation flushes")
 

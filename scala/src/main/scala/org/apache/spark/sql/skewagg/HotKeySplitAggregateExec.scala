@@ -48,7 +48,7 @@ case class HotKeySplitAggregateExec(
     resultExpressions: Seq[NamedExpression],
     sortValue: Expression,
     child: SparkPlan)
-  extends UnaryExecNode {
+  extends UnaryExecNode with SkewAggRewriteExec {
 
   override def output: Seq[Attribute] = resultExpressions.map(_.toAttribute)
   override def producedAttributes: AttributeSet = AttributeSet(aggregateAttributes)

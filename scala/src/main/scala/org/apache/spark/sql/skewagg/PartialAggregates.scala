@@ -10,6 +10,14 @@ import org.apache.spark.sql.execution.aggregate.{BaseAggregateExec, HashAggregat
 import org.apache.spark.sql.execution.exchange.{EnsureRequirements, ShuffleExchangeLike}
 import org.apache.spark.sql.internal.SQLConf
 
+/**
+ * An operator of skewagg's that aggregates input rows partially, as Spark's Partial-mode
+ * aggregates do: it reads input rows, not buffers, and emits per-key partial buffers that a
+ * final aggregate merges ([[PartialAggregates.isPartial]] and
+ * [[PartialAggregates.isBottomPartial]] hold for it).
+ */
+trait BottomPartialAggregateExec { self: SparkPlan => }
+
 /** Recognising partial aggregates, and the exchanges above them that move only their results. */
 object PartialAggregates {
 
@@ -47,7 +55,7 @@ object PartialAggregates {
     case agg: BaseAggregateExec if agg.aggregateExpressions.nonEmpty =>
       agg.aggregateExpressions.forall(e => e.mode == Partial || e.mode == PartialMerge)
     case agg: BaseAggregateExec => agg.requiredChildDistributionExpressions.isEmpty
-    case _: FlushingPartialAggregateExec => true
+    case _: BottomPartialAggregateExec => true
     case _ => false
   }
 
@@ -62,7 +70,7 @@ object PartialAggregates {
     case agg: BaseAggregateExec if agg.aggregateExpressions.nonEmpty =>
       agg.aggregateExpressions.forall(_.mode == Partial)
     case agg: BaseAggregateExec => agg.requiredChildDistributionExpressions.isEmpty
-    case _: FlushingPartialAggregateExec => true
+    case _: BottomPartialAggregateExec => true
     case _ => false
   }
 

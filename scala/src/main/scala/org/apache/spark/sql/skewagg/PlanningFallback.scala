@@ -94,11 +94,12 @@ object PlanningFallback extends Logging {
   }
 
   /**
-   * A physical rule that returns its input when it fails; skewagg's [[AQEShuffleReadRule]] stays
-   * one, so adaptive execution keeps checking its result against the plan's distribution.
+   * A physical rule that returns its input when it fails; a [[SkewAggShuffleReadRule]] stays an
+   * AQEShuffleReadRule, so adaptive execution keeps checking its result against the plan's
+   * distribution.
    */
   def physical(rule: Rule[SparkPlan]): Rule[SparkPlan] = rule match {
-    case read: CoalescePartialResultExchanges => new AQEShuffleReadRule with Guarded {
+    case read: SkewAggShuffleReadRule => new AQEShuffleReadRule with Guarded {
       override val wrapped: AnyRef = read
       override val ruleName: String = nameOf(read)
       override protected def supportedShuffleOrigins: Seq[ShuffleOrigin] =
@@ -125,4 +126,13 @@ object PlanningFallback extends Logging {
         guarded(name, plan, plan)(rule.postColumnarTransitions(plan))
     }
   }
+}
+
+/**
+ * A shuffle-read rule of skewagg's whose supported shuffle origins are public, so that
+ * [[PlanningFallback]]'s guard of it can say the same and stay an [[AQEShuffleReadRule]]
+ * (adaptive execution keeps checking such a rule's result against the plan's distribution).
+ */
+trait SkewAggShuffleReadRule extends AQEShuffleReadRule {
+  def supportedShuffleOrigins: Seq[ShuffleOrigin]
 }

@@ -28,7 +28,7 @@ case class SingleKeyAggregateExec(
     resultExpressions: Seq[NamedExpression],
     sortValue: Option[Expression],
     child: SparkPlan)
-  extends PartitioningPreservingUnaryExecNode {
+  extends PartitioningPreservingUnaryExecNode with SkewAggRewriteExec {
 
   override def output: Seq[Attribute] = resultExpressions.map(_.toAttribute)
   override protected def outputExpressions: Seq[NamedExpression] = resultExpressions

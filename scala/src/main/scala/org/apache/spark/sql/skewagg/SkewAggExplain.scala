@@ -1,13 +1,13 @@
 package org.apache.spark.sql.skewagg
 
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.{FileSourceScanExec, InputAdapter, SortExec, SparkPlan, WholeStageCodegenExec}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AQEShuffleReadExec, QueryStageExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
+
+import org.apache.spark.sql.skewagg.SkewAggDecisions.Tag
 
 /**
  * What skewagg decided for each aggregate of a query, in plain words with the numbers it used:
@@ -16,36 +16,14 @@ import org.apache.spark.sql.internal.SQLConf
  * `EXPLAIN EXTENDED`.
  *
  * Rewrites name themselves through their [[SkewAggLocalStageExec]] marker. A rule that declines
- * for a reason the plan does not show records it where it decides, with [[record]] (a tag on the
- * aggregate it looked at). A planning step that failed and kept Spark's plan says so first
- * ([[PlanningFallback]]). Every other refusal is read from the executed plan with the rules' own
- * tests: the hint, the switch, the sizes of the materialized shuffle below (skewagg's
- * [[SkewedPartitions]] thresholds), or the shape of the plan.
+ * for a reason the plan does not show records it where it decides, with
+ * [[SkewAggDecisions.record]] (a tag on the aggregate it looked at). A planning step that failed
+ * and kept Spark's plan says so first ([[PlanningFallback]]). Every other refusal is read from
+ * the executed plan with the rules' own tests: the hint, the switch, the sizes of the
+ * materialized shuffle below (skewagg's [[SkewedPartitions]] thresholds), or the shape of the
+ * plan.
  */
-object SkewAggDecisions {
-  val Tag: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.decision")
-
-  /**
-   * Records on `plan` (the aggregate a rule decided about) why it was left alone; returns it.
-   * The text also goes on the query stages below it: when a query-stage preparation rule leaves
-   * a plan unchanged, adaptive execution keeps its previous plan object (equal, but without the
-   * tag), whose materialized stages are the same objects.
-   */
-  def record[T <: SparkPlan](plan: T, decision: String): T = {
-    plan.setTagValue(Tag, decision)
-    plan.foreach {
-      case s: QueryStageExec => s.setTagValue(Tag, decision)
-      case _ =>
-    }
-    plan
-  }
-
-  /**
-   * Records on a logical aggregate why a planner strategy left it alone: explanations read it
-   * through the logical link of the aggregate Spark plans from it.
-   */
-  def record(aggregate: LogicalPlan, decision: String): Unit = aggregate.setTagValue(Tag, decision)
-
+object SkewAggExplain {
   /** One paragraph per aggregate of `plan` (executed; for adaptive queries after they ran). */
   def explain(plan: SparkPlan): String = {
     val aggregates = nodes(plan).filter {
@@ -67,7 +45,7 @@ object SkewAggDecisions {
    * reused stages (which Spark's plan text does not show).
    */
   def operatorLines(plan: SparkPlan): String = nodes(plan).filter {
-    case _: SkewAggLocalStageExec | _: SingleKeyAggregateExec | _: HotKeySplitAggregateExec => true
+    case _: SkewAggRewriteExec => true
     case _ => false
   }.map(_.simpleString(SQLConf.get.maxToStringFields)).mkString("\n")
 

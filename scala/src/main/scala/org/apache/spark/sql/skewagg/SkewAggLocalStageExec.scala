@@ -10,6 +10,14 @@ import org.apache.spark.sql.execution.{CodegenSupport, SQLExecution, SparkPlan, 
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
 /**
+ * A node that names a skewagg rewrite in the executed plan: the local-stage marker of a rewritten
+ * partial aggregate ([[SkewAggLocalStageExec]]), or an operator of skewagg's own that replaces
+ * Spark's aggregate whole and carries no marker (one key at a time). The explanation lists them
+ * as the skewagg operators that ran (`SkewAggExplain.operatorLines`).
+ */
+trait SkewAggRewriteExec { self: SparkPlan => }
+
+/**
  * Marks, in the executed plan and the Spark UI, the local (partial) stage of an aggregate that a
  * skewagg rule rewrote: it sits directly above that partial aggregate, passes its rows through
  * unchanged (inside the aggregate's whole-stage codegen, if it has one), counts them, and names
@@ -17,7 +25,7 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
  * join below the aggregate: partition 17 is 42.8 MiB, 54x the median 800.0 KiB]`.
  */
 case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartitions: Int = 0)
-  extends UnaryExecNode with CodegenSupport {
+  extends UnaryExecNode with CodegenSupport with SkewAggRewriteExec {
 
   override def output: Seq[Attribute] = child.output
   override def outputPartitioning: Partitioning = child.outputPartitioning

@@ -94,7 +94,7 @@ class FusedAggregatesSuite extends SkewAggSuiteBase {
         SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"): _*) {
       val df = fact(spark, skewed = false).join(dim(spark), "k").groupBy("k").agg(sum("v"))
       df.collect()
-      val text = SkewAggDecisions.explain(df.queryExecution.executedPlan)
+      val text = SkewAggExplain.explain(df.queryExecution.executedPlan)
       assert(text.contains("not skewed: in the join's input shuffles below"), text)
     }
   }

@@ -208,7 +208,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     assert(decision.matches("flushing partial aggregate before the join; not merged after the " +
       "join's shuffle: 1,000 partial rows of about [0-9,]+ keys \\([0-9]\\.[0-9]+ per key\\), " +
       "below spark.skewagg.localAggregate.minMergeReduction=3.0"), decision)
-    assert(SkewAggDecisions.explain(adaptive).contains(decision))
+    assert(SkewAggExplain.explain(adaptive).contains(decision))
   }
 
   test("left alone without the hint where Spark knows the side is unique on the join key") {
@@ -220,7 +220,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
       val plan = grouped.plan(on = true, adaptive)
       assert(localStages(plan).isEmpty, plan)
     }
-    assert(SkewAggDecisions.explain(grouped.plan(on = true, adaptive = true)).contains(
+    assert(SkewAggExplain.explain(grouped.plan(on = true, adaptive = true)).contains(
       "left alone: the joined side is already unique on k"))
     // Column statistics of an analyzed table, read with the cost-based optimizer.
     spark.sql("DROP TABLE IF EXISTS unique_dim")
@@ -230,7 +230,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
       val analyzed = differential(s => fact(s, skewed = true).join(s.table("unique_dim"), "k")
         .groupBy("i").agg(sum("attr")), conf :+ ("spark.sql.cbo.enabled" -> "true"): _*)
       assertNotLocal(analyzed)
-      val text = SkewAggDecisions.explain(analyzed.plan(on = true, adaptive = false))
+      val text = SkewAggExplain.explain(analyzed.plan(on = true, adaptive = false))
       assert(text.contains("left alone: column statistics give k 1,000 distinct values in " +
         "1,000 rows of the joined side"), text)
       // The hint asks for the rewrite whatever the statistics say.
@@ -353,11 +353,11 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     for (f <- Seq(sum("d"), avg("d"), sum(col("d") * (lit(1) - col("d") / 100)))) {
       val d = run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("attr").agg(f, sum("v")))
       assertNotLocal(d)
-      val text = SkewAggDecisions.explain(d.plan(on = true, adaptive = false))
+      val text = SkewAggExplain.explain(d.plan(on = true, adaptive = false))
       assert(text.contains("left alone: the partial buffers of") &&
         text.contains("hold decimals of more than 18 digits"), text)
       // Adaptive execution splits the hot key's join partition instead.
-      val adaptive = SkewAggDecisions.explain(d.plan(on = true, adaptive = true))
+      val adaptive = SkewAggExplain.explain(d.plan(on = true, adaptive = true))
       assert(adaptive.contains("rewritten: skew split of the join below the aggregate"), adaptive)
       // The hint aggregates anyway.
       assertLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("attr")
@@ -412,7 +412,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
       val d = differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
         .agg(f, sum("v")).hint(hint), ansi: _*)
       assertNotLocal(d)
-      val text = SkewAggDecisions.explain(d.plan(on = true, adaptive = false))
+      val text = SkewAggExplain.explain(d.plan(on = true, adaptive = false))
       assert(text.contains("may fail on some rows, and aggregating before the join"), text)
       // A join that keeps every row of the aggregated side: aggregated before it.
       assertLocal(differential(s => fact(s, skewed = true).join(dim(s), Seq("k"), "left_outer")

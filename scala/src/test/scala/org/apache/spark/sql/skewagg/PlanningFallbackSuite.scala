@@ -58,7 +58,7 @@ class PlanningFallbackSuite extends SkewAggSuiteBase with BeforeAndAfterAll {
         SkewAggConf.TEST_FAIL_RULE.key -> step): _*)
       assert(PlanningFallback.count > before)
       for (adaptive <- if (adaptiveOnly) Seq(true) else Seq(false, true)) {
-        val text = SkewAggDecisions.explain(d.plan(on = true, adaptive))
+        val text = SkewAggExplain.explain(d.plan(on = true, adaptive))
         assert(text.contains(s"fallback: $step failed while planning"), text)
       }
     }

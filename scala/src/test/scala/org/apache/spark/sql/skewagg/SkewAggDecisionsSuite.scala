@@ -21,7 +21,7 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
   /** Runs `df` and explains its executed (for adaptive: final) plan. */
   private def explainAfterRun(df: DataFrame): String = {
     df.collect()
-    SkewAggDecisions.explain(df.queryExecution.executedPlan)
+    SkewAggExplain.explain(df.queryExecution.executedPlan)
   }
 
   private def skewedJoinAgg(): DataFrame =
@@ -101,7 +101,7 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
 
   test("adaptive plans not yet run, and plans without adaptive execution") {
     withSQLConf(base: _*) {
-      val text = SkewAggDecisions.explain(skewedJoinAgg().queryExecution.executedPlan)
+      val text = SkewAggExplain.explain(skewedJoinAgg().queryExecution.executedPlan)
       assert(text.contains("not decided yet"), text)
     }
     withSQLConf(base :+ (SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false"): _*) {
@@ -114,7 +114,7 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     withSQLConf(base: _*) {
       val text = explainAfterRun(fact(spark, skewed = true).groupBy("k").agg(sum("v")))
       assert(text.contains("already aggregates each task's rows before the shuffle"), text)
-      assert(SkewAggDecisions.explain(spark.range(3).queryExecution.executedPlan)
+      assert(SkewAggExplain.explain(spark.range(3).queryExecution.executedPlan)
         .contains("no aggregate"))
     }
   }
