@@ -32,7 +32,7 @@ def result_checksum(df: DataFrame) -> Tuple[Tuple[float, float], List[str]]:
     row = totals.collect()[0]  # not head(): that runs a new limit query, not this plan
     jvm = df.sparkSession.sparkContext._jvm
     plan = totals._jdf.queryExecution().executedPlan()  # type: ignore[operator]
-    markers = str(jvm.org.apache.spark.sql.skewagg.SkewAggExplain.operatorLines(plan))
+    markers = str(jvm.org.apache.spark.sql.skewagg.explain.SkewAggExplain.operatorLines(plan))
     return (float(row[0]), float(row[1] or 0.0)), [m for m in markers.splitlines() if m]
 
 

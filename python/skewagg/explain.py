@@ -33,7 +33,8 @@ def explain_text(df: "DataFrame", run: bool = False) -> str:
     if run:
         execution.toRdd().count()
     jvm = spark.sparkContext._jvm
-    return str(jvm.org.apache.spark.sql.skewagg.SkewAggExplain.explain(execution.executedPlan()))
+    explainer = jvm.org.apache.spark.sql.skewagg.explain.SkewAggExplain
+    return str(explainer.explain(execution.executedPlan()))
 
 
 def explain(df: "DataFrame", run: bool = False) -> None:

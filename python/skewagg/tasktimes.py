@@ -104,7 +104,7 @@ class TaskTimeRecorder:
 
     def __init__(self, spark: "SparkSession") -> None:
         jvm = spark.sparkContext._jvm
-        self._recorder = jvm.org.apache.spark.sql.skewagg.TaskTimeRecorder.attach(
+        self._recorder = jvm.org.apache.spark.sql.skewagg.monitor.TaskTimeRecorder.attach(
             spark.sparkContext._jsc.sc()
         )
 

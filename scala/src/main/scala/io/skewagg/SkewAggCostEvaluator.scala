@@ -4,7 +4,8 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{Cost, CostEvaluator}
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf, SparkCostModel}
+import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf}
+import org.apache.spark.sql.skewagg.skewsplit.SparkCostModel
 
 /**
  * The adaptive-execution cost model for skewagg:

@@ -2,7 +2,7 @@ package io.skewagg
 
 import org.apache.spark.sql.ExtendedExplainGenerator
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.skewagg.SkewAggExplain
+import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 
 /**
  * Adds a "skewagg" section to Spark's `EXPLAIN EXTENDED` / `df.explain("extended")` (and the

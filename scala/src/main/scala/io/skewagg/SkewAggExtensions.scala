@@ -4,6 +4,11 @@ import org.apache.spark.SPARK_VERSION
 import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.skewagg._
 import org.apache.spark.sql.skewagg.PlanningFallback.{check, columnar, logical, physical, strategy}
+import org.apache.spark.sql.skewagg.localagg.{DropUnneededMergeAfterShuffle,
+  LocalAggregateBeforeJoin, PartialAggregateBeforeRepartition, PlanPartialAggregates}
+import org.apache.spark.sql.skewagg.singlekey.PlanHolisticAggregatesSortBased
+import org.apache.spark.sql.skewagg.skewsplit.{CoalescePartialResultExchanges, PlanColumnarHook,
+  SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate, SplitSkewedShuffleBelowAggregate}
 
 /**
  * The skewagg entry point: `spark.sql.extensions=io.skewagg.SkewAggExtensions`.

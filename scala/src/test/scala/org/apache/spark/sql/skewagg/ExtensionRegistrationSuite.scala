@@ -3,6 +3,7 @@ package org.apache.spark.sql.skewagg
 import io.skewagg.BuildInfo
 
 import org.apache.spark.SPARK_VERSION
+import org.apache.spark.sql.skewagg.localagg.PartialAggregateBeforeRepartition
 
 class ExtensionRegistrationSuite extends SkewAggSuiteBase {
 

@@ -3,6 +3,7 @@ package org.apache.spark.sql.skewagg
 import org.scalatest.BeforeAndAfterAll
 
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 
 import SkewTestData._
 

@@ -9,6 +9,7 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AdaptiveSparkPlanHelper}
 import org.apache.spark.sql.execution.exchange.ReusedExchangeExec
 import org.apache.spark.sql.internal.{SQLConf, StaticSQLConf}
+import org.apache.spark.sql.skewagg.localagg.FlushingPartialAggregateExec
 import org.apache.spark.util.Utils
 
 /** One local session for every suite in the test JVM, with skewagg registered. */

@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg.bench
 
 import org.apache.spark.sql.execution.{RDDScanExec, SparkPlan}
 import org.apache.spark.sql.functions._
-import org.apache.spark.sql.skewagg.FlushingPartialAggregateExec
+import org.apache.spark.sql.skewagg.localagg.FlushingPartialAggregateExec
 
 /**
  * What the flushing local aggregate costs per row, without the scan and shuffle around it: the

@@ -1,7 +1,8 @@
 package org.apache.spark.sql.skewagg.bench
 
 import org.apache.spark.sql.functions._
-import org.apache.spark.sql.skewagg.{SkewAggConf, SumOfSquares}
+import org.apache.spark.sql.skewagg.SkewAggConf
+import org.apache.spark.sql.skewagg.localagg.SumOfSquares
 
 /**
  * A typed Aggregator (`udaf(SumOfSquares)`, grouped by `k`) with skewagg off and with

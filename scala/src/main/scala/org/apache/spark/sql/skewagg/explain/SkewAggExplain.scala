@@ -1,0 +1,217 @@
+package org.apache.spark.sql.skewagg.explain
+
+import org.apache.spark.sql.execution.{FileSourceScanExec, InputAdapter, SortExec, SparkPlan, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AQEShuffleReadExec, QueryStageExec, ShuffleQueryStageExec}
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
+import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.skewagg.{FusedAggregates, PartialAggregates, PlanningFallback,
+  SkewAggConf, SkewAggHints, SkewAggLocalStageExec, SkewAggRewriteExec, SkewedPartitions}
+import org.apache.spark.sql.skewagg.SkewAggDecisions.Tag
+
+/**
+ * What skewagg decided for each aggregate of a query, in plain words with the numbers it used:
+ * the text of `skewagg.explain(df)` and of the "skewagg" section that
+ * `spark.sql.extendedExplainProviders=io.skewagg.SkewAggExplainGenerator` adds to Spark's
+ * `EXPLAIN EXTENDED`.
+ *
+ * Rewrites name themselves through their [[SkewAggLocalStageExec]] marker. A rule that declines
+ * for a reason the plan does not show records it where it decides, with
+ * [[SkewAggDecisions.record]] (a tag on the aggregate it looked at). A planning step that failed
+ * and kept Spark's plan says so first ([[PlanningFallback]]). Every other refusal is read from
+ * the executed plan with the rules' own tests: the hint, the switch, the sizes of the
+ * materialized shuffle below (skewagg's [[SkewedPartitions]] thresholds), or the shape of the
+ * plan.
+ */
+object SkewAggExplain {
+  /** One paragraph per aggregate of `plan` (executed; for adaptive queries after they ran). */
+  def explain(plan: SparkPlan): String = {
+    val aggregates = nodes(plan).filter {
+      case a: BaseAggregateExec => !PartialAggregates.isPartial(a)
+      case PythonAggregates(_, _) => true
+      case _ => false
+    }
+    val fellBack = fallbacks(plan).map(f => s"fallback: $f\n").mkString
+    if (aggregates.isEmpty) return fellBack + "skewagg: the query has no aggregate.\n"
+    val adaptive = unfinishedAdaptive(plan)
+    fellBack + aggregates.zipWithIndex.map { case (agg, i) =>
+      s"aggregate ${i + 1}: ${label(agg)}\n  ${decide(agg, adaptive)}\n"
+    }.mkString
+  }
+
+  /**
+   * One line per skewagg operator that ran in `plan` (executed): the local stage markers and the
+   * one-key-at-a-time aggregates, with what they print in Spark's plan, including those inside
+   * reused stages (which Spark's plan text does not show).
+   */
+  def operatorLines(plan: SparkPlan): String = nodes(plan).filter {
+    case _: SkewAggRewriteExec => true
+    case _ => false
+  }.map(_.simpleString(SQLConf.get.maxToStringFields)).mkString("\n")
+
+  /**
+   * The planning steps that failed and kept Spark's plan ([[PlanningFallback]]), as recorded on
+   * the plan's nodes or on the logical plans they were planned from.
+   */
+  private def fallbacks(plan: SparkPlan): Seq[String] = nodes(plan).flatMap { node =>
+    PlanningFallback.recorded(node) ++ node.logicalLink.toSeq.flatMap(PlanningFallback.recorded)
+  }.distinct
+
+  /** Every node of `plan`, into adaptive plans and query stages, top down. */
+  private def nodes(plan: SparkPlan): Seq[SparkPlan] = plan match {
+    case a: AdaptiveSparkPlanExec => nodes(a.executedPlan)
+    case s: QueryStageExec => s +: nodes(s.plan)
+    case r: ReusedExchangeExec => r +: nodes(r.child)
+    case other => other +: other.children.flatMap(nodes)
+  }
+
+  private def unfinishedAdaptive(plan: SparkPlan): Boolean = plan.exists {
+    case a: AdaptiveSparkPlanExec => !a.isFinalPlan
+    case _ => false
+  }
+
+  private def label(agg: SparkPlan): String = agg match {
+    case a: BaseAggregateExec =>
+      val keys = a.groupingExpressions.map(_.name).mkString(", ")
+      val functions = a.aggregateExpressions.map(_.aggregateFunction.sql(false)).mkString(", ")
+      s"group by [$keys] computing [$functions] (${a.nodeName})"
+    case p @ PythonAggregates(grouping, aggregates) =>
+      s"group by [${grouping.map(_.name).mkString(", ")}] computing " +
+        s"[${aggregates.map(_.aggregateFunction.sql(false)).mkString(", ")}] (${p.nodeName})"
+    case other => other.nodeName
+  }
+
+  /** The nodes below a final aggregate down to the next final aggregate (its own phases). */
+  private def region(agg: SparkPlan): Seq[SparkPlan] = agg.children.flatMap(regionFrom)
+
+  private def regionFrom(plan: SparkPlan): Seq[SparkPlan] = plan match {
+    case a: BaseAggregateExec if !PartialAggregates.isPartial(a) => Nil
+    case a: AdaptiveSparkPlanExec => regionFrom(a.executedPlan)
+    case s: QueryStageExec => s +: regionFrom(s.plan)
+    case r: ReusedExchangeExec => r +: regionFrom(r.child)
+    case other => other +: other.children.flatMap(regionFrom)
+  }
+
+  /** The bottom partial aggregate that feeds `agg` through exchanges, stages and wrappers. */
+  private def partialBelow(agg: SparkPlan): Option[SparkPlan] = {
+    def down(plan: SparkPlan): Option[SparkPlan] = plan match {
+      case a: BaseAggregateExec if PartialAggregates.isPartial(a) =>
+        down(a.child).orElse(Some(a))
+      case _: WholeStageCodegenExec | _: InputAdapter | _: AQEShuffleReadExec |
+           _: SkewAggLocalStageExec | _: ShuffleExchangeLike | _: SortExec =>
+        down(plan.children.head)
+      case s: QueryStageExec => down(s.plan)
+      case r: ReusedExchangeExec => down(r.child)
+      case p if PartialAggregates.belowRowLocal(p) ne p => down(PartialAggregates.belowRowLocal(p))
+      case _ => None
+    }
+    agg.children.headOption.flatMap(down)
+  }
+
+  private def decide(agg: SparkPlan, adaptiveNotRun: Boolean): String = {
+    val conf = SQLConf.get
+    val below = region(agg)
+    val rewrites = below.collect { case m: SkewAggLocalStageExec => m.decision }.distinct
+    if (rewrites.nonEmpty) return rewrites.map("rewritten: " + _).mkString("\n  ")
+    // Recorded on the plan, or by a strategy on the logical aggregate the plan was planned from.
+    (agg +: below)
+      .flatMap(p => p.getTagValue(Tag).orElse(p.logicalLink.flatMap(_.getTagValue(Tag))))
+      .headOption.foreach(return _)
+    agg match {
+      case PythonAggregates(_, _) =>
+        return "left alone: a Python UDAF (pandas_udf) cannot be split into partial and final " +
+          "halves."
+      case _ =>
+    }
+    if (!SkewAggConf.enabled(conf)) {
+      return s"left alone: skewagg is off (${SkewAggConf.ENABLED.key}=false)."
+    }
+    val partial = partialBelow(agg)
+    if ((agg +: partial.toSeq).exists(SkewAggHints.forbidden)) {
+      return s"left alone: hint ${SkewAggHints.Forbid}."
+    }
+    partial match {
+      // Spark fused the two halves: skewagg's rules split such an aggregate as they split its
+      // partial half, so it is explained from its input the same way.
+      case None if FusedAggregates.isFused(agg) => decideFromInput(agg, conf, adaptiveNotRun)
+      case None =>
+        "left alone: Spark plans this aggregate in one phase (no partial aggregate), so " +
+          "there is no partial result to exchange."
+      case Some(p) => decideFromInput(p, conf, adaptiveNotRun)
+    }
+  }
+
+  /** Why a partial aggregate was not rewritten, from what it reads. */
+  private def decideFromInput(partial: SparkPlan, conf: SQLConf, adaptiveNotRun: Boolean): String = {
+    val input = inputOf(PartialAggregates.unwrap(partial).children.head)
+    val shuffles: Seq[SparkPlan] = input match {
+      case j: ShuffledJoin => j.children.map(inputOf)
+      case other => Seq(other)
+    }
+    val what = if (input.isInstanceOf[ShuffledJoin]) "the join's input shuffles" else "the shuffle"
+    val materialized = shuffles.collect {
+      case s: ShuffleQueryStageExec if s.isMaterialized && s.mapStats.isDefined =>
+        s.mapStats.get.bytesByPartitionId
+    }
+    if (materialized.nonEmpty) {
+      val (sizes, skew) = materialized.map(s => (s, SkewedPartitions.find(s, conf)))
+        .maxBy(_._1.max)
+      if (skew.nonEmpty) {
+        "left alone although skewed (" + SkewAggLocalStageExec.describe("partition", skew) +
+          "): no skewagg rewrite matches this plan shape (see docs/rewrites.md)."
+      } else notSkewed(sizes, skew, conf, what)
+    } else if (shuffles.exists(isShuffle)) {
+      if (adaptiveNotRun) {
+        "not decided yet: skewagg decides from the sizes of the shuffle below once it ran. " +
+          "Run the query (e.g. df.collect()) and explain it again."
+      } else {
+        s"left alone: $what below is sized only at run time, and adaptive execution is off " +
+          s"(${SQLConf.ADAPTIVE_EXECUTION_ENABLED.key}=false). Turn it on, or put the " +
+          s"${SkewAggHints.Force} hint on the aggregate."
+      }
+    } else input match {
+      case s: FileSourceScanExec if s.bucketedScan =>
+        "left alone: the bucket files are not skewed by skewagg's thresholds " +
+          s"(${SkewAggConf.SKEW_FACTOR.key}=${conf.getConf(SkewAggConf.SKEW_FACTOR)}, " +
+          s"${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key}=" +
+          s"${SkewAggLocalStageExec.bytes(conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))})."
+      case _ =>
+        "left alone: Spark's own plan already aggregates each task's rows before the shuffle, " +
+          "so a hot key's rows are combined per task and there is nothing to split."
+    }
+  }
+
+  /** The first node below `plan` that is not a wrapper, a sort or a row-local operator. */
+  private def inputOf(plan: SparkPlan): SparkPlan = plan match {
+    case s: SortExec => inputOf(s.child)
+    case w: WholeStageCodegenExec => inputOf(w.child)
+    case i: InputAdapter => inputOf(i.child)
+    case r: AQEShuffleReadExec => inputOf(r.child)
+    case p if PartialAggregates.belowRowLocal(p) ne p => inputOf(PartialAggregates.belowRowLocal(p))
+    case other => other
+  }
+
+  private def isShuffle(plan: SparkPlan): Boolean = plan match {
+    case _: ShuffleExchangeLike | _: ShuffleQueryStageExec => true
+    case _ => false
+  }
+
+  /** "not skewed: largest partition 3 is 1.4 MiB, 2x the median 700.0 KiB, below the floor". */
+  private def notSkewed(sizes: Array[Long], skew: SkewedPartitions, conf: SQLConf, what: String)
+      : String = {
+    val largest = sizes.indices.maxBy(sizes(_))
+    val size = sizes(largest)
+    val floor = conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
+    val factor = conf.getConf(SkewAggConf.SKEW_FACTOR)
+    val ratio = if (skew.medianSize > 0) f"${size.toDouble / skew.medianSize}%.1fx" else "n/a x"
+    val why = if (size <= floor) {
+      s"below the ${SkewAggLocalStageExec.bytes(floor)} floor (${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key})"
+    } else {
+      s"not more than ${factor}x the median (${SkewAggConf.SKEW_FACTOR.key})"
+    }
+    s"not skewed: in $what below, the largest partition ($largest) is " +
+      s"${SkewAggLocalStageExec.bytes(size)}, $ratio the median " +
+      s"${SkewAggLocalStageExec.bytes(skew.medianSize)}: $why."
+  }
+}

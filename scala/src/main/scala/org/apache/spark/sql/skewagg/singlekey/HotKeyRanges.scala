@@ -1,0 +1,172 @@
+package org.apache.spark.sql.skewagg.singlekey
+
+import scala.collection.mutable.ArrayBuffer
+import scala.reflect.ClassTag
+
+import org.apache.spark.RangePartitioner
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeReference, BaseOrdering, BoundReference, Expression, Literal, Murmur3Hash, Pmod, RowOrdering, SortOrder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.types.DataType
+
+/**
+ * Where each row of a grouped input goes when hot keys are split by value (the routing of
+ * [[HotKeySplitAggregateExec]]'s shuffle).
+ *
+ * Partitions `0 until hashPartitions` hold the ordinary keys, by Spark's Murmur3 hash of the key
+ * as a hash shuffle places them. After them come the hot keys' splits: hot key `h` owns the
+ * partitions `h.firstPartition to h.firstPartition + h.bounds.length`; a row of `h` with value `v`
+ * goes to the first of them whose upper bound is >= v (the last one has none), in the ascending,
+ * nulls-first order of the value's type, so values equal under that order (-0.0 and 0.0, NaNs)
+ * always meet in one split, and the splits of a key, read in partition order, hold its values in
+ * ascending order: a split's rank offset within its key is the sum of the ranks the splits
+ * before it hold.
+ *
+ * `keys` and `bounds` are binary rows (the grouping keys, normalized as Spark normalizes them;
+ * one value column): the routing is a pure function of a row, so a retried map task sends every
+ * row where the first attempt did.
+ */
+final case class HotKeyRange(key: UnsafeRow, firstPartition: Int, bounds: Array[UnsafeRow]) {
+  def numSplits: Int = bounds.length + 1
+  def partitions: Range = firstPartition until firstPartition + numSplits
+}
+
+final case class HotKeyRanges(hashPartitions: Int, hotKeys: Seq[HotKeyRange]) {
+  def numPartitions: Int = hashPartitions + hotKeys.map(_.numSplits).sum
+  def splitPartitions: Range = hashPartitions until numPartitions
+  def numSplits: Int = numPartitions - hashPartitions
+
+  /**
+   * The partition of each row, built once per task: `keys` and `value` are bound to `input`.
+   */
+  def router(keys: Seq[Expression], value: Expression, input: Seq[Attribute]): InternalRow => Int = {
+    val hash = UnsafeProjection.create(
+      Seq(Pmod(new Murmur3Hash(keys), Literal(hashPartitions))), input)
+    if (hotKeys.isEmpty) {
+      row => hash(row).getInt(0)
+    } else {
+      val keyOf = UnsafeProjection.create(keys, input)
+      val valueOf = UnsafeProjection.create(Seq(value), input)
+      val ordering = HotKeyRanges.valueOrdering(value.dataType)
+      val byKey = new java.util.HashMap[UnsafeRow, HotKeyRange]()
+      hotKeys.foreach(h => byKey.put(h.key, h))
+      row => {
+        val hot = byKey.get(keyOf(row))
+        if (hot == null) hash(row).getInt(0)
+        else hot.firstPartition + HotKeyRanges.splitIndex(hot.bounds, valueOf(row), ordering)
+      }
+    }
+  }
+}
+
+object HotKeyRanges {
+  /** Ascending, nulls first (SortExec's order for `SortOrder(v, Ascending)`) on one column. */
+  def valueOrdering(dataType: DataType): BaseOrdering = RowOrdering.create(
+    Seq(SortOrder(BoundReference(0, dataType, nullable = true), Ascending)), Nil)
+
+  /** The first index whose bound is >= `value`, or `bounds.length`. */
+  def splitIndex(bounds: Array[UnsafeRow], value: InternalRow, ordering: BaseOrdering): Int = {
+    var low = 0
+    var high = bounds.length
+    while (low < high) {
+      val middle = (low + high) >>> 1
+      if (ordering.compare(value, bounds(middle)) > 0) low = middle + 1 else high = middle
+    }
+    low
+  }
+
+  /**
+   * Samples `input` and picks the hot keys. The sample reads `sampleFraction` of the input's
+   * partitions (at least one, evenly spaced; one job) and keeps a reservoir of keys and values of
+   * up to `sampleSize` rows in all, each partition's reservoir seeded by its index. A key is hot
+   * when its estimated rows are at least `minKeyRows` and more than an average one of
+   * `hashPartitions` partitions. Each is split into about (its rows / average partition rows)
+   * ranges, at most `maxSplits`, with bounds at weighted quantiles of its sampled values (Spark's
+   * `RangePartitioner.determineBounds`); a key whose sample gives no bound stays unsplit.
+   * Estimates only decide where rows go, never a result.
+   */
+  def sample(
+      input: RDD[InternalRow],
+      keys: Seq[Expression],
+      value: Expression,
+      inputAttributes: Seq[Attribute],
+      hashPartitions: Int,
+      minKeyRows: Long,
+      maxSplits: Int,
+      sampleSize: Int,
+      sampleFraction: Double): HotKeyRanges = {
+    val inputPartitions = input.getNumPartitions
+    if (inputPartitions == 0) return HotKeyRanges(hashPartitions, Nil)
+    val sampled =
+      math.min(inputPartitions, math.max(1, math.ceil(inputPartitions * sampleFraction).toInt))
+    val chosen = (0 until sampled).map(i => (i.toLong * inputPartitions / sampled).toInt)
+    val perPartition = math.max(1, math.ceil(sampleSize.toDouble / sampled).toInt)
+    val reservoirs = input.mapPartitionsWithIndexInternal { (index, rows) =>
+      val project = UnsafeProjection.create(keys :+ value, inputAttributes)
+      val random = new java.util.Random(index.toLong * 0x9E3779B97F4A7C15L + 17)
+      val kept = new ArrayBuffer[UnsafeRow](perPartition)
+      var seen = 0L
+      rows.foreach { row =>
+        if (seen < perPartition) {
+          kept += project(row).copy()
+        } else {
+          val slot = (random.nextDouble() * (seen + 1)).toLong
+          if (slot < perPartition) kept(slot.toInt) = project(row).copy()
+        }
+        seen += 1
+      }
+      Iterator((seen, kept.toArray))
+    }
+    val sketches = input.sparkContext.runJob(reservoirs,
+      (rows: Iterator[(Long, Array[UnsafeRow])]) => rows.next(), chosen)
+    // Rows of the whole input, estimated from the partitions read.
+    val totalRows = sketches.map(_._1).sum.toDouble * inputPartitions / sampled
+    if (totalRows == 0.0) return HotKeyRanges(hashPartitions, Nil)
+    val scale = inputPartitions.toDouble / sampled
+
+    val keyAttributes =
+      keys.zipWithIndex.map { case (k, i) => AttributeReference(s"k$i", k.dataType)() }
+    val valueAttribute = AttributeReference("v", value.dataType)()
+    val sampleAttributes = keyAttributes :+ valueAttribute
+    val keyOf = UnsafeProjection.create(keyAttributes, sampleAttributes)
+    val valueOf = UnsafeProjection.create(Seq(valueAttribute), sampleAttributes)
+    val candidates = new java.util.HashMap[UnsafeRow, ArrayBuffer[(UnsafeRow, Float)]]()
+    val estimatedRows = new java.util.HashMap[UnsafeRow, java.lang.Double]()
+    sketches.foreach { case (rows, kept) =>
+      val weight = if (kept.isEmpty) 0.0 else rows.toDouble / kept.length * scale
+      kept.foreach { row =>
+        val key = keyOf(row).copy()
+        var values = candidates.get(key)
+        if (values == null) {
+          values = new ArrayBuffer[(UnsafeRow, Float)]()
+          candidates.put(key, values)
+          estimatedRows.put(key, 0.0)
+        }
+        values += ((valueOf(row).copy(), weight.toFloat))
+        estimatedRows.put(key, estimatedRows.get(key) + weight)
+      }
+    }
+
+    val averagePartitionRows = totalRows / hashPartitions
+    implicit val ordering: Ordering[UnsafeRow] =
+      valueOrdering(value.dataType).asInstanceOf[Ordering[UnsafeRow]]
+    val hot = new ArrayBuffer[HotKeyRange]()
+    var nextPartition = hashPartitions
+    // Largest first (the order only numbers the split partitions).
+    val byEstimate = candidates.keySet().toArray(Array.empty[UnsafeRow])
+      .map(k => (k, estimatedRows.get(k).doubleValue)).sortBy(-_._2)
+    byEstimate.foreach { case (key, rows) =>
+      val splits = math.min(maxSplits.toDouble, math.ceil(rows / averagePartitionRows)).toInt
+      if (rows >= minKeyRows && splits >= 2) {
+        val bounds = RangePartitioner.determineBounds(candidates.get(key), splits)(
+          ordering, ClassTag(classOf[UnsafeRow]))
+        if (bounds.nonEmpty) {
+          val range = HotKeyRange(key, nextPartition, bounds)
+          hot += range
+          nextPartition += range.numSplits
+        }
+      }
+    }
+    HotKeyRanges(hashPartitions, hot.toSeq)
+  }
+}

@@ -1,0 +1,175 @@
+package org.apache.spark.sql.skewagg.singlekey
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression, NamedExpression, RowOrdering, VirtualColumn}
+import org.apache.spark.sql.catalyst.expressions.aggregate._
+import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
+import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
+import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, SparkStrategy}
+import org.apache.spark.sql.execution.aggregate.ScalaAggregator
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf, SkewAggHints}
+import org.apache.spark.sql.types._
+
+/**
+ * Physical planning of holistic aggregates on bounded input, one key at a time.
+ *
+ * Matches: a batch `Aggregate` with grouping keys whose functions include exact `percentile`
+ * (also `median`, `percentile_cont`, which Spark replaces by it), `percentile_disc` or `mode`,
+ * all of them over one value expression `v`.
+ * Produces: `SingleKeyAggregate` over a projection of the input to the keys and the columns the
+ * functions read; Spark then adds one hash shuffle on the keys and a sort by (keys, v). The
+ * holistic functions become [[SortedRunPercentile]] / [[SortedRunMode]]; the other functions
+ * (sum, count, collect_list, ..., with FILTER clauses) run unchanged in Complete mode.
+ * Refuses (Spark plans it): streaming, `spark.skewagg.singleKey.enabled` or
+ * `spark.skewagg.enabled` false, NO_SKEW_AGG, no grouping keys, GROUPING SETS / ROLLUP / CUBE,
+ * DISTINCT, grouping keys that are collated strings, holistic functions over two different value
+ * expressions, `mode` over a type whose ordering does not match the equality of Spark's map
+ * (binary, collated strings, arrays, structs, maps), and functions Spark does not evaluate
+ * itself (e.g. Python UDAFs).
+ *
+ * With `spark.skewagg.singleKey.split.enabled`, an aggregate whose holistic functions are all
+ * percentiles without FILTER, the others fixed-size (sum, count, avg, ...), is planned as
+ * [[HotKeySplitAggregateExec]] instead: the same, plus hot keys split by value across tasks.
+ *
+ * An aggregate whose only holistic functions are `collect_list` / `collect_set` keeps Spark's
+ * plan unless `spark.skewagg.singleKey.collect.enabled` (then unsorted: one shuffle of raw rows,
+ * the lists built per key). Measured faster (docs/single-key.md), but off by default: it changes
+ * the order collect_list happens to produce, which users often rely on although Spark does not
+ * promise it, and a hot key's list is built in one task.
+ * Likewise an aggregate with typed Aggregators registered with `udaf` (ScalaAggregator) and no
+ * other holistic function, with `spark.skewagg.singleKey.typedAggregate.enabled`: one shuffle of
+ * raw rows instead of partial object buffers, which Spark's object hash aggregate sorts anyway
+ * once a task has more than 128 keys; off by default since a hot key is not split.
+ */
+case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkStrategy {
+
+  override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
+    case agg: Aggregate if applies(agg) => planned(agg).toSeq
+    case _ => Nil
+  }
+
+  private def applies(agg: Aggregate): Boolean =
+    SkewAggConf.enabled(agg.conf, SkewAggConf.SINGLE_KEY_ENABLED) && !agg.isStreaming &&
+      !SkewAggHints.forbidden(agg) && agg.groupingExpressions.nonEmpty
+
+  /** The holistic function's value expression, if `f` is one this operator computes exactly. */
+  private def holisticValue(f: AggregateFunction): Option[Expression] = f match {
+    case p: Percentile => Some(p.child)
+    case p: PercentileDisc => Some(p.child)
+    case m: Mode if modeSupported(m.child.dataType) => Some(m.child)
+    case _ => None
+  }
+
+  private def isHolistic(f: AggregateFunction): Boolean = f match {
+    case _: Percentile | _: PercentileDisc | _: Mode => true
+    case _ => false
+  }
+
+  /** Types whose Spark ordering groups exactly the values Mode's hash map counts together. */
+  private def modeSupported(dataType: DataType): Boolean = dataType match {
+    case _: NumericType | BooleanType | DateType | TimestampType | TimestampNTZType => true
+    case _: YearMonthIntervalType | _: DayTimeIntervalType => true
+    case s: StringType => UnsafeRowUtils.isBinaryStable(s)
+    case _ => false
+  }
+
+  private def planned(agg: Aggregate): Option[SparkPlan] = agg match {
+    case PhysicalAggregation(grouping, aggregates, results, child) =>
+      val functions = aggregates.map(_.aggregateFunction)
+      val holistic = functions.filter(isHolistic)
+      val values = holistic.flatMap(holisticValue)
+      val sortValue = values.headOption
+      val refuse =
+        (holistic.isEmpty && !optedIn(functions, agg.conf)) ||
+          values.size != holistic.size || // a holistic function it cannot compute
+          sortValue.exists(v => values.exists(!_.semanticEquals(v))) ||
+          aggregates.exists(_.isDistinct) ||
+          aggregates.exists(a => !a.deterministic) ||
+          functions.exists {
+            case _: DeclarativeAggregate | _: ImperativeAggregate => false
+            case _ => true // e.g. Python UDAFs, which Spark plans with its own operators
+          } ||
+          grouping.exists(_.references.exists(_.name == VirtualColumn.groupingIdName)) ||
+          // Keys are compared as binary rows: collated strings (equal but not byte-equal) refused.
+          !grouping.forall(g => RowOrdering.isOrderable(g.dataType) &&
+            UnsafeRowUtils.isBinaryStable(g.dataType)) ||
+          !sortValue.forall(v => RowOrdering.isOrderable(v.dataType))
+      if (refuse) None else Some(build(grouping, aggregates, results, sortValue, child, agg.conf))
+    case _ => None
+  }
+
+  /**
+   * Without exact percentiles or mode: whether the aggregate's collecting functions and typed
+   * Aggregators are opted in. A collect function present needs the collect setting (the order
+   * of the lists changes), and one of the two kinds must be present and opted in.
+   */
+  private def optedIn(functions: Seq[AggregateFunction], conf: SQLConf): Boolean = {
+    val collects = functions.exists { case _: CollectList | _: CollectSet => true; case _ => false }
+    val typed = functions.exists(_.isInstanceOf[ScalaAggregator[_, _, _]])
+    val collect = SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_COLLECT_ENABLED)
+    val typedOn = SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED)
+    (!collects || collect) && (collects || (typed && typedOn))
+  }
+
+  private def build(
+      grouping: Seq[NamedExpression],
+      aggregates: Seq[AggregateExpression],
+      results: Seq[NamedExpression],
+      sortValue: Option[Expression],
+      child: LogicalPlan,
+      conf: SQLConf): SparkPlan = {
+    // Input reduced to the keys and the columns the functions read, shuffled once.
+    val groupingAttributes = grouping.map(_.toAttribute)
+    val keyColumns = AttributeSet(grouping.map(_.toAttribute))
+    val read = AttributeSet(aggregates.flatMap(_.references))
+    val valueColumns = child.output.filter(a => read.contains(a) && !keyColumns.contains(a))
+    // Keys normalized as Spark's Aggregation strategy does: -0.0/0.0 and NaNs are one key.
+    val projected = ProjectExec(PartialAggregates.normalizedKeys(grouping) ++ valueColumns,
+      planLater(child))
+
+    val inMemoryRows = conf.getConf(SkewAggConf.SINGLE_KEY_BUFFER_IN_MEMORY_ROWS)
+    val spillRows = conf.getConf(SkewAggConf.SINGLE_KEY_BUFFER_SPILL_ROWS)
+    val complete = aggregates.map { a =>
+      val function = a.aggregateFunction match {
+        case p: Percentile =>
+          SortedRunPercentile(p.child, p.percentageExpression, p.frequencyExpression,
+            PercentileKind.Continuous, p.reverse, p.dataType, inMemoryRows, spillRows)
+        case p: PercentileDisc =>
+          val kind = if (p.legacyCalculation) PercentileKind.LegacyDiscrete else PercentileKind.Discrete
+          SortedRunPercentile(p.child, p.percentageExpression, p.frequencyExpression,
+            kind, p.reverse, p.dataType, inMemoryRows, spillRows)
+        case m: Mode => SortedRunMode(m.child, m.reverseOpt)
+        case other => other
+      }
+      a.copy(aggregateFunction = function, mode = Complete)
+    }
+    if (splittable(complete, child, conf)) {
+      HotKeySplitAggregateExec(
+        groupingAttributes, complete, complete.map(_.resultAttribute), results, sortValue.get, projected)
+    } else {
+      SingleKeyAggregateExec(
+        groupingAttributes, complete, complete.map(_.resultAttribute), results, sortValue, projected)
+    }
+  }
+
+  /**
+   * Whether hot keys may be split by value ([[HotKeySplitAggregateExec]]): every holistic
+   * function is a percentile without FILTER, and every other function has a fixed-size buffer
+   * that Spark merges in Final mode (no mode, collect_list, percentile_approx, typed Aggregators),
+   * and the input is deterministic: the split's jobs read the shuffled input twice (counts, then
+   * values at ranks), and a map task re-run in between must write the same rows.
+   */
+  private def splittable(
+      functions: Seq[AggregateExpression], child: LogicalPlan, conf: SQLConf): Boolean =
+    SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_SPLIT_ENABLED) && child.deterministic &&
+      functions.exists(_.aggregateFunction.isInstanceOf[SortedRunPercentile]) &&
+      functions.forall { a =>
+        a.aggregateFunction match {
+          case _: SortedRunPercentile => a.filter.isEmpty
+          case _: DeclarativeAggregate => true
+          case _ => false
+        }
+      }
+}

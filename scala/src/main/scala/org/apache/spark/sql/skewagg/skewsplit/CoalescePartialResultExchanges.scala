@@ -1,0 +1,66 @@
+package org.apache.spark.sql.skewagg.skewsplit
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ExchangeQueryStageExec, ShufflePartitionsUtil, ShuffleQueryStageExec}
+import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeLike, ShuffleOrigin}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf, SkewAggLocalStageExec,
+  SkewAggShuffleReadRule}
+
+/**
+ * Adaptive query-stage optimizer rule (runs on each new stage's plan, after Spark's own
+ * partition coalescing).
+ *
+ * Matches: a materialized exchange that a skewagg rule added between a partial aggregate (marked
+ * by [[SkewAggLocalStageExec]]) and its final aggregate, read whole (no shuffle read on it yet)
+ * and the only stage the plan reads.
+ *
+ * Produces: the same exchange read in coalesced partitions, sized as Spark's
+ * CoalesceShufflePartitions sizes them (advisory partition size, at least the default
+ * parallelism). Such an exchange carries one row per key and split; read in
+ * `spark.sql.shuffle.partitions` tasks it costs a full stage of near-empty tasks.
+ *
+ * Refuses when skewagg or `spark.skewagg.exchange.coalesce.enabled` is off, when Spark's own
+ * coalescing already ran on it, for exchanges that keep a user's repartition (they follow the
+ * user's settings), and when the plan reads more than one stage (they must stay co-partitioned).
+ * Being an AQEShuffleReadRule, adaptive execution drops its result if it would break a
+ * distribution requirement.
+ */
+case class CoalescePartialResultExchanges(session: SparkSession) extends SkewAggShuffleReadRule {
+
+  /** Public, so [[PlanningFallback]]'s guard of this rule can say the same. */
+  override def supportedShuffleOrigins: Seq[ShuffleOrigin] = Seq(ENSURE_REQUIREMENTS)
+
+  override def apply(plan: SparkPlan): SparkPlan = {
+    if (!SkewAggConf.enabled(conf, SkewAggConf.EXCHANGE_COALESCE_ENABLED)) return plan
+    val stages = plan.collectLeaves().collect { case s: ExchangeQueryStageExec => s }
+    val alreadyRead = plan.collect { case r: AQEShuffleReadExec => r }.nonEmpty
+    stages match {
+      case Seq(stage: ShuffleQueryStageExec) if !alreadyRead && stage.mapStats.isDefined &&
+          isSupported(stage.shuffle) && addedBySkewAgg(stage.shuffle) =>
+        val specs = ShufflePartitionsUtil.coalescePartitions(
+          Seq(stage.mapStats), Seq(None),
+          advisoryTargetSize = conf.getConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES),
+          minNumPartitions = session.sparkContext.defaultParallelism,
+          minPartitionSize = conf.getConf(SQLConf.COALESCE_PARTITIONS_MIN_PARTITION_SIZE))
+        specs.headOption.filter(_.size < stage.shuffle.numPartitions) match {
+          case Some(coalesced) =>
+            plan.transformUp { case s: ShuffleQueryStageExec if s eq stage =>
+              AQEShuffleReadExec(s, coalesced)
+            }
+          case None => plan
+        }
+      case _ => plan
+    }
+  }
+
+  /** The exchange moves exactly what a skewagg local stage produced. */
+  private def addedBySkewAgg(shuffle: ShuffleExchangeLike): Boolean =
+    PartialAggregates.isCheapExchange(shuffle) &&
+      (PartialAggregates.withoutCodegen(shuffle.child) match {
+        case _: SkewAggLocalStageExec => true
+        case _ => false
+      })
+
+}

@@ -1,0 +1,189 @@
+package org.apache.spark.sql.skewagg.skewsplit
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
+import org.apache.spark.sql.execution.{ColumnarRule, FileSourceScanExec, SortExec, SparkPlan, UnionExec}
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+import org.apache.spark.sql.execution.datasources.BucketingUtils
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
+import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints,
+  SkewAggLocalStageExec, SkewedPartitions}
+import org.apache.spark.util.collection.BitSet
+
+/**
+ * Physical rule, run once the plan's exchanges are in place (adaptive: query-stage preparation;
+ * otherwise: before columnar transitions, the only later hook; see [[PlanColumnarHook]]).
+ *
+ * Matches: the aggregates Spark planned for one aggregate over a bucketed file scan, through
+ * Project, Filter, Expand and Sort only (no exchange), the top one relying on the bucketing for
+ * its distribution instead of an exchange, where the bucket file sizes, known at planning, are
+ * skewed by skewagg's thresholds (`spark.skewagg.skew.*`) or the aggregate has the SKEW_AGG
+ * hint: the hot bucket is read, partially and finally aggregated by one task. Only one
+ * aggregate's operators: adaptive execution re-plans a materialized stage's part of the plan from
+ * the first physical node linked to that stage's logical aggregate, which must be the union
+ * (tested with an aggregate above).
+ *
+ * Produces: a union of the same operators twice. Once over the buckets that are not skewed, read
+ * bucketed as before (no exchange); once over the skewed buckets, read without bucketing so their
+ * files are split across tasks like any other files, with the partial aggregate on each split and
+ * an exchange of the partial results on the grouping keys (one partition per skewed bucket)
+ * before the final aggregate. Buckets partition the grouping keys (every aggregate relying on
+ * them groups by the bucket columns), so no group has rows on both sides of the union and the
+ * union is exact. With the hint and no skewed bucket, every bucket is read unbucketed (no union).
+ *
+ * Refuses when skewagg or `spark.skewagg.bucketed.enabled` is off, an aggregate has the
+ * NO_SKEW_AGG hint, the buckets are not skewed and there is no SKEW_AGG hint, or any exchange
+ * the rewrite needs is not directly above a partial aggregate (for example when the aggregate's
+ * bucketed output partitioning feeds a join that needs it, which a union does not keep).
+ */
+case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[SparkPlan] {
+  import org.apache.spark.sql.skewagg.PartialAggregates._
+
+  override def apply(plan: SparkPlan): SparkPlan = {
+    if (!SkewAggConf.enabled(conf, SkewAggConf.BUCKETED_ENABLED)) return plan
+    FusedAggregates.splitWhere(plan, AggregatesOverBucketedScan.unapply(_).isDefined) {
+      withCheapExchanges(_, minAdded = 1)(splitSkewedBuckets)
+    }
+  }
+
+  /**
+   * `plan` with the topmost aggregate chain over a skewed bucketed scan split (not below it). A
+   * union this rule made is left as it is: the rule runs again on plans it rewrote (each
+   * query-stage preparation, and the columnar hook on each stage), and its branch of buckets that
+   * were not skewed, measured alone, may look skewed again (found by fuzzing: split twice).
+   */
+  private def splitSkewedBuckets(plan: SparkPlan): SparkPlan = plan match {
+    case u: UnionExec if u.getTagValue(SplitUnion).isDefined => u
+    case top @ AggregatesOverBucketedScan(scan, aggregates)
+        if relies(top) && top.logicalLink.isDefined &&
+          aggregates.forall(_.logicalLink == top.logicalLink) &&
+          aggregates.exists(isBottomPartial) && !aggregates.exists(SkewAggHints.forbidden) =>
+      val skew = SkewedPartitions.find(bucketSizes(scan), conf)
+      if (skew.nonEmpty || aggregates.exists(SkewAggHints.forced)) split(top, aggregates, scan, skew)
+      else top
+    case other => other.withNewChildren(other.children.map(splitSkewedBuckets))
+  }
+
+  /** An aggregate relying on its input's partitioning (it requires a distribution). */
+  private def relies(plan: SparkPlan): Boolean = plan match {
+    case a: BaseAggregateExec => a.requiredChildDistributionExpressions.exists(_.nonEmpty)
+    case _ => false
+  }
+
+  /**
+   * `top` over the skewed buckets of `scan` read unbucketed (all its buckets when `skew` is
+   * empty: the hint), in a union with `top` over the other buckets read as before.
+   */
+  private def split(
+      top: SparkPlan,
+      aggregates: Seq[BaseAggregateExec],
+      scan: FileSourceScanExec,
+      skew: SkewedPartitions): SparkPlan = {
+    val buckets = selectedBuckets(scan)
+    val tasks = scan.optionalNumCoalescedBuckets.getOrElse(buckets.length)
+    val skewedTasks = skew.skewed.map(_._1).toSet
+    val (hot, cold) =
+      if (skew.nonEmpty) buckets.partition(b => skewedTasks.contains(b % tasks)) else (buckets, Nil)
+    if (hot.isEmpty) return top // every bucket pruned
+    val reason = if (skew.nonEmpty) SkewAggLocalStageExec.describe("bucket", skew)
+      else "SKEW_AGG hint"
+    // One partition per hot bucket: its final task merges that bucket's partial rows, at most
+    // as many as the bucket's rows that one task read before.
+    val keys = aggregates.filter(relies).last.requiredChildDistributionExpressions.get
+    val unbucketed = withScan(top, scan, readOnly(scan, hot, bucketed = false)).transformUp {
+      case partial if isBottomPartial(partial) && partial.children.size == 1 &&
+          belowSortsAndRowLocal(partial.children.head).isInstanceOf[FileSourceScanExec] =>
+        ShuffleExchangeExec(HashPartitioning(keys, hot.size), SkewAggLocalStageExec.mark(
+          partial, s"skewed buckets read unbucketed: $reason", skew.skewed.size))
+    }
+    if (cold.isEmpty) unbucketed
+    else {
+      val asBefore = withScan(top, scan, readOnly(scan, cold, bucketed = true))
+      asBefore.foreach {
+        case a: BaseAggregateExec => SkewAggDecisions.record(a, "rewritten: the buckets that " +
+          s"are not skewed, read bucketed as before; the skewed ones ($reason) are read " +
+          "unbucketed in the other branch of a union")
+        case _ =>
+      }
+      val union = UnionExec(Seq(asBefore, unbucketed))
+      union.setTagValue(SplitUnion, ())
+      // Adaptive execution replaces the logical node of a materialized stage's plan with the
+      // first physical node linked to it: that must be the union, not one of its branches.
+      top.logicalLink.foreach(union.setLogicalLink)
+      union
+    }
+  }
+
+  /**
+   * The first node below `plan` that is not a sort or a row-local operator: a sort-based partial
+   * aggregate reads its scan through a Sort (found by fuzzing: without looking through it, the
+   * exchange and the marker went missing and EnsureRequirements added an unmarked exchange).
+   */
+  private def belowSortsAndRowLocal(plan: SparkPlan): SparkPlan = belowRowLocal(plan) match {
+    case s: SortExec => belowSortsAndRowLocal(s.child)
+    case other => other
+  }
+
+  /** Marks the unions this rule made; copies of a node keep its tags. */
+  private val SplitUnion = TreeNodeTag[Unit]("skewagg.bucketSplitUnion")
+
+  private def withScan(top: SparkPlan, scan: FileSourceScanExec, replacement: SparkPlan): SparkPlan =
+    top.transformUp { case s: FileSourceScanExec if s eq scan => replacement }
+
+  private def numBuckets(scan: FileSourceScanExec): Int = scan.relation.bucketSpec.get.numBuckets
+
+  /** `scan` reading only `buckets`, bucketed (one task per bucket) or split like other files. */
+  private def readOnly(scan: FileSourceScanExec, buckets: Seq[Int], bucketed: Boolean): SparkPlan = {
+    val set = new BitSet(numBuckets(scan))
+    buckets.foreach(set.set)
+    val read = scan.copy(optionalBucketSet = Some(set), disableBucketedScan = !bucketed)
+    scan.logicalLink.foreach(read.setLogicalLink)
+    read
+  }
+
+  /** The buckets `scan` reads (after bucket pruning). */
+  private def selectedBuckets(scan: FileSourceScanExec): Seq[Int] =
+    (0 until numBuckets(scan)).filter(b => scan.optionalBucketSet.forall(_.get(b)))
+
+  /**
+   * A chain of single-child aggregates, sorts and row-local operators ending in a bucketed file
+   * scan: the scan and the chain's aggregates.
+   */
+  private object AggregatesOverBucketedScan {
+    def unapply(plan: SparkPlan): Option[(FileSourceScanExec, Seq[BaseAggregateExec])] = plan match {
+      case s: FileSourceScanExec if s.bucketedScan => Some((s, Nil))
+      case a: BaseAggregateExec => unapply(a.child).map { case (s, aggs) => (s, a +: aggs) }
+      case s: SortExec => unapply(s.child)
+      case p if belowRowLocal(p) ne p => unapply(belowRowLocal(p))
+      case _ => None
+    }
+  }
+
+  /** Bytes each task of the bucketed scan would read, as Spark groups files into buckets. */
+  private def bucketSizes(scan: FileSourceScanExec): Array[Long] = {
+    val tasks = scan.optionalNumCoalescedBuckets.getOrElse(numBuckets(scan))
+    val sizes = new Array[Long](tasks)
+    scan.selectedPartitions.toPartitionArray.foreach { file =>
+      BucketingUtils.getBucketId(file.toPath.getName).foreach { bucket =>
+        if (scan.optionalBucketSet.forall(_.get(bucket))) sizes(bucket % tasks) += file.length
+      }
+    }
+    sizes
+  }
+}
+
+/**
+ * Without adaptive execution Spark offers no physical-plan hook after `EnsureRequirements`
+ * except the columnar rules, so planning-time rewrites that must see the final exchanges run
+ * there too. Under adaptive execution the same rules already ran in query-stage preparation, and
+ * they decide from the same plan facts, so running them again on a stage is a no-op.
+ */
+case class PlanColumnarHook(session: SparkSession) extends ColumnarRule {
+  private val rules = Seq(SplitSkewedBucketsBelowAggregate(session))
+
+  override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
+    override def apply(plan: SparkPlan): SparkPlan = rules.foldLeft(plan)((p, r) => r(p))
+  }
+}

@@ -1,0 +1,132 @@
+package org.apache.spark.sql.skewagg.skewsplit
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.{SortExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.{OptimizeSkewedJoin, ShuffleQueryStageExec}
+import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, EnsureRequirements}
+import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints,
+  SkewAggLocalStageExec, SkewedPartitions}
+
+/**
+ * Adaptive query-stage preparation rule (runs each time AQE re-plans after a stage finished).
+ *
+ * Matches: a partial aggregate over a sort-merge or shuffled-hash join (through Project, Filter
+ * or Expand)
+ * whose two shuffle stages have materialized, where a stage has skewed partitions by skewagg's
+ * thresholds (`spark.skewagg.skew.*`), and whose final aggregate sits above in the same stage:
+ * the join on the key left partial and final aggregation of a hot key in one task, and Spark's
+ * skew join declines because splitting needs another shuffle under the aggregate.
+ *
+ * Produces: the join's skewed partitions split as Spark's skew join does (Spark's own
+ * OptimizeSkewedJoin applied to the subtree, under skewagg's thresholds), the partial aggregate
+ * running on each split, and an exchange on the grouping keys between partial and final
+ * aggregate. That exchange moves one row per key and split, which
+ * [[io.skewagg.SkewAggCostEvaluator]] knows to be cheap. The partial aggregate is marked with a
+ * [[SkewAggLocalStageExec]] naming the skewed partition.
+ *
+ * Refuses when skewagg or `spark.skewagg.join.skewSplit.enabled` is off, the aggregate has the
+ * NO_SKEW_AGG hint, no partition is skewed,
+ * the join type cannot be split on its skewed side, any exchange it would add is not directly
+ * above a partial aggregate, or Spark's default cost model is in use without
+ * `forceOptimizeSkewedJoin` (it would reject the plan; a warning says which setting to use).
+ */
+case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[SparkPlan] {
+  import org.apache.spark.sql.skewagg.PartialAggregates._
+
+  override def apply(plan: SparkPlan): SparkPlan = {
+    if (!SkewAggConf.enabled(conf, SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)) return plan
+    FusedAggregates.splitWhere(plan, isCandidate)(splitJoins)
+  }
+
+  private def splitJoins(plan: SparkPlan): SparkPlan = {
+    if (!plan.exists(isCandidate)) return plan
+    if (!costModelAccepts) {
+      SplitSkewedJoinBelowAggregate.warnCostModelOnce()
+      plan.foreach(p =>
+        if (isCandidate(p)) SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
+      return plan
+    }
+    withCheapExchanges(plan, minAdded = 0)(_.transformDown {
+      case partial if isCandidate(partial) =>
+        val split = splitJoinBelow(partial)
+        if (split.fastEquals(partial)) {
+          // nothing splittable (e.g. the skewed side of an outer join): leave it
+          SkewAggDecisions.record(partial, SplitSkewedJoinBelowAggregate.unsplittable)
+        } else {
+          val skew = joinBelow(partial.children.head).toSeq.flatMap(_.children).flatMap(skewOf)
+            .maxBy(_.skewed.map(_._2).max)
+          SkewAggLocalStageExec.mark(split,
+            "skew split of the join below the aggregate: " +
+              SkewAggLocalStageExec.describe("partition", skew),
+            skew.skewed.size)
+        }
+    })
+  }
+
+  /** A partial aggregate reading a not-yet-split shuffled join whose inputs show skew. */
+  private def isCandidate(plan: SparkPlan): Boolean = plan match {
+    case agg if isBottomPartial(agg) && agg.children.size == 1 && !SkewAggHints.forbidden(agg) =>
+      joinBelow(agg.children.head).exists(j => j.children.exists(isSkewedStage))
+    case _ => false
+  }
+
+  private def joinBelow(plan: SparkPlan): Option[ShuffledJoin] = belowRowLocal(plan) match {
+    case j: ShuffledJoin if !j.isSkewJoin => Some(j)
+    case _ => None
+  }
+
+  private def isSkewedStage(plan: SparkPlan): Boolean = skewOf(plan).isDefined
+
+  /** The skewed partitions of a materialized join input stage, if it has any. */
+  private def skewOf(plan: SparkPlan): Option[SkewedPartitions] = plan match {
+    case s: SortExec => skewOf(s.child)
+    case s: ShuffleQueryStageExec if s.isMaterialized && s.mapStats.isDefined &&
+        s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
+      Some(SkewedPartitions.find(s.mapStats.get.bytesByPartitionId, conf)).filter(_.nonEmpty)
+    case _ => None
+  }
+
+  /** Spark's skew-join split of the join under `partial`, with skewagg's thresholds. */
+  private def splitJoinBelow(partial: SparkPlan): SparkPlan = {
+    val thresholds = conf.clone()
+    thresholds.setConf(SQLConf.SKEW_JOIN_ENABLED, true)
+    thresholds.setConf(SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR, conf.getConf(SkewAggConf.SKEW_FACTOR))
+    thresholds.setConf(SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD,
+      conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
+    // Spark splits into pieces of max(advisory size, average non-skewed partition).
+    thresholds.setConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES,
+      conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE))
+    // The subtree under a partial aggregate has no distribution requirement, so Spark's rule
+    // accepts the split without forcing; the exchange above the partial is added by the caller.
+    SQLConf.withExistingConf(thresholds) {
+      OptimizeSkewedJoin(EnsureRequirements()).apply(partial)
+    }
+  }
+
+  private def costModelAccepts: Boolean =
+    conf.getConf(SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS).isDefined ||
+      conf.getConf(SQLConf.ADAPTIVE_FORCE_OPTIMIZE_SKEWED_JOIN)
+}
+
+object SplitSkewedJoinBelowAggregate extends Logging {
+  @volatile private var warned = false
+
+  val costModelRefusal: String = "left alone although the join below is skewed: Spark's default " +
+    "adaptive cost model rejects the exchange of partial results skewagg needs. Set " +
+    s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=io.skewagg.SkewAggCostEvaluator."
+  val unsplittable: String = "left alone although the join below is skewed: the skewed " +
+    "partition is on a side the join type does not let Spark split (e.g. the outer side of an " +
+    "outer join)."
+
+  private def warnCostModelOnce(): Unit = if (!warned) {
+    warned = true
+    logWarning("skewagg found a skewed join below an aggregate but left it alone: Spark's " +
+      "default adaptive cost model rejects the exchange it needs. Set " +
+      s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=" +
+      "io.skewagg.SkewAggCostEvaluator (skewagg.configure() does this for PySpark).")
+  }
+}

@@ -1,0 +1,133 @@
+package org.apache.spark.sql.skewagg.explain
+
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggSuiteBase}
+
+import org.apache.spark.sql.skewagg.SkewTestData._
+
+/** The explanation text for each kind of decision, and its section in Spark's EXPLAIN. */
+class SkewAggDecisionsSuite extends SkewAggSuiteBase {
+
+  private val adaptiveOn = SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"
+  /**
+   * Local aggregation before a join or a user repartition would take the skew away first: off,
+   * except where said.
+   */
+  private val base = conf ++ Seq(adaptiveOn,
+    SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false",
+    SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false")
+
+  /** Runs `df` and explains its executed (for adaptive: final) plan. */
+  private def explainAfterRun(df: DataFrame): String = {
+    df.collect()
+    SkewAggExplain.explain(df.queryExecution.executedPlan)
+  }
+
+  private def skewedJoinAgg(): DataFrame =
+    fact(spark, skewed = true).join(dim(spark), "k").groupBy("k").agg(sum("v"))
+
+  test("a rewritten aggregate names the rewrite and the skewed partition's numbers") {
+    withSQLConf(base: _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("aggregate 1: group by [k] computing [sum(v)]"), text)
+      assert(text.contains("rewritten: skew split of the join below the aggregate: partition"), text)
+      assert(text.contains("the median"), text)
+    }
+  }
+
+  test("local aggregation before the join names itself") {
+    withSQLConf(conf :+ adaptiveOn: _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("rewritten: flushing partial aggregate before the join"), text)
+    }
+  }
+
+  test("not skewed: the largest partition and the floor or factor it stayed under") {
+    withSQLConf(base: _*) {
+      val uniform = fact(spark, skewed = false).join(dim(spark), "k").groupBy("k").agg(sum("v"))
+      val text = explainAfterRun(uniform)
+      assert(text.contains("not skewed: in the join's input shuffles below, the largest partition"), text)
+      assert(text.contains("not more than 5.0x the median (spark.skewagg.skew.factor)"), text)
+    }
+    withSQLConf(base ++ Seq(SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "16MB"): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("below the 16.0 MiB floor (spark.skewagg.skew.minPartitionSize)"), text)
+    }
+    withSQLConf(base ++ Seq(SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "0",
+        SkewAggConf.SKEW_FACTOR.key -> "1000"): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("not more than 1000.0x the median (spark.skewagg.skew.factor)"), text)
+    }
+  }
+
+  test("left alone: the NO_SKEW_AGG hint, and skewagg switched off") {
+    withSQLConf(base: _*) {
+      val hinted = fact(spark, skewed = true).join(dim(spark), "k").groupBy("k").agg(sum("v"))
+        .hint("no_skew_agg")
+      assert(explainAfterRun(hinted).contains("left alone: hint NO_SKEW_AGG."))
+    }
+    withSQLConf(base ++ Seq(SkewAggConf.ENABLED.key -> "false"): _*) {
+      assert(explainAfterRun(skewedJoinAgg())
+        .contains("left alone: skewagg is off (spark.skewagg.enabled=false)."))
+    }
+  }
+
+  test("left alone under Spark's default cost model: recorded by the rule, naming the setting") {
+    withSQLConf(base ++ Seq(
+        SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key -> null): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("Spark's default adaptive cost model rejects"), text)
+      assert(text.contains("spark.sql.adaptive.customCostEvaluatorClass=io.skewagg.SkewAggCostEvaluator"), text)
+    }
+  }
+
+  test("left alone although skewed: recorded by the rules where nothing can be split") {
+    withSQLConf(base: _*) {
+      val outer = fact(spark, skewed = true).join(dim(spark), Seq("k"), "right_outer")
+        .groupBy("k").agg(sum("v"))
+      val text = explainAfterRun(outer)
+      assert(text.contains("the skewed partition is on a side the join type does not let Spark " +
+        "split"), text)
+      // One map task (a single-partition range) writes the whole repartition.
+      val oneWriter = spark.range(0, 20000, 1, 1)
+        .select(when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") % 1000).as("k"),
+          col("id").as("v"))
+        .repartition(col("k")).groupBy("k").agg(sum("v"))
+      val text2 = explainAfterRun(oneWriter)
+      assert(text2.contains("one map task wrote each skewed partition"), text2)
+    }
+  }
+
+  test("adaptive plans not yet run, and plans without adaptive execution") {
+    withSQLConf(base: _*) {
+      val text = SkewAggExplain.explain(skewedJoinAgg().queryExecution.executedPlan)
+      assert(text.contains("not decided yet"), text)
+    }
+    withSQLConf(base :+ (SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false"): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("adaptive execution is off (spark.sql.adaptive.enabled=false)"), text)
+    }
+  }
+
+  test("a plain groupBy: Spark's partial aggregation already combines a hot key per task") {
+    withSQLConf(base: _*) {
+      val text = explainAfterRun(fact(spark, skewed = true).groupBy("k").agg(sum("v")))
+      assert(text.contains("already aggregates each task's rows before the shuffle"), text)
+      assert(SkewAggExplain.explain(spark.range(3).queryExecution.executedPlan)
+        .contains("no aggregate"))
+    }
+  }
+
+  test("EXPLAIN EXTENDED shows the same text through spark.sql.extendedExplainProviders") {
+    withSQLConf(base ++ Seq(
+        "spark.sql.extendedExplainProviders" -> "io.skewagg.SkewAggExplainGenerator"): _*) {
+      val df = skewedJoinAgg()
+      df.collect()
+      val text = df.queryExecution.toString
+      assert(text.contains("== Extended Information (skewagg) =="), text)
+      assert(text.contains("rewritten: skew split of the join below the aggregate"), text)
+    }
+  }
+}
