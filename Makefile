@@ -19,7 +19,7 @@ WITH_JDK17 = JAVA_HOME="$$(build/require-jdk17)" && export JAVA_HOME && export P
 LINE_FUZZ_CASES := 100
 LINE_PYTHON_TESTS := tests/test_configure.py tests/test_spark_submit.py tests/test_jars.py \
   tests/test_session.py tests/test_join_skew_split.py tests/test_repartition_rule.py \
-  tests/test_single_key.py tests/test_hints.py tests/test_explain.py
+  tests/test_single_key.py tests/test_hints.py tests/test_explain.py tests/test_bridge.py
 
 .PHONY: help setup jar wheel check-wheel test test-scala test-python test-line test-lines demo bench fuzz docs clean
 

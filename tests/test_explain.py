@@ -102,3 +102,13 @@ def test_python_udaf_is_left_alone(spark: SparkSession) -> None:
     # Spark 4.0 names the operator AggregateInPandas, 4.1 and newer ArrowAggregatePython.
     assert "(AggregateInPandas)" in text or "(ArrowAggregatePython)" in text
     assert "left alone: a Python UDAF (pandas_udf) cannot be split" in text
+
+
+def test_a_percentile_query_is_explained_as_one_key_at_a_time(spark: SparkSession) -> None:
+    df = (spark.range(0, 2000).select((F.col("id") % 10).alias("k"), F.col("id").alias("v"))
+          .groupBy("k").agg(F.percentile("v", 0.5)))
+    text = skewagg.explain_text(df, run=True)
+    assert "(SingleKeyAggregate)" in text, text
+    assert "rewritten: one key at a time (SingleKeyAggregate): 2,000 rows read into 10 keys" \
+        in text, text
+    assert "no aggregate" not in text, text

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from skewagg._bridge import bridge
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
@@ -32,9 +34,7 @@ def explain_text(df: "DataFrame", run: bool = False) -> str:
     execution = df._jdf.queryExecution()
     if run:
         execution.toRdd().count()
-    jvm = spark.sparkContext._jvm
-    explainer = jvm.org.apache.spark.sql.skewagg.explain.SkewAggExplain
-    return str(explainer.explain(execution.executedPlan()))
+    return str(bridge(spark).explain(execution.executedPlan()))
 
 
 def explain(df: "DataFrame", run: bool = False) -> None:

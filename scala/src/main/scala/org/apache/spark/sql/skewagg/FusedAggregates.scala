@@ -101,7 +101,7 @@ object FusedAggregates {
       case top: BaseAggregateExec
           if top.getTagValue(SplitFrom).exists(s => sameNode(s._2, top.child)) =>
         val fused = top.getTagValue(SplitFrom).get._1.withNewChildren(top.child.children)
-        top.child.getTagValue(SkewAggDecisions.Tag).foreach(SkewAggDecisions.record(fused, _))
+        SkewAggDecisions.of(top.child).foreach(SkewAggDecisions.record(fused, _))
         fused
     }
   }

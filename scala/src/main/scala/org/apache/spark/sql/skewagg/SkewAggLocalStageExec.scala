@@ -18,6 +18,17 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 trait SkewAggRewriteExec { self: SparkPlan => }
 
 /**
+ * An operator of skewagg's own that replaces Spark's aggregate whole (one key at a time): the
+ * explanation lists it as an aggregate, labelled by its logical aggregate, and prints `decision`.
+ */
+trait SkewAggAggregateExec extends SkewAggRewriteExec { self: SparkPlan =>
+  def groupingAttributes: Seq[Attribute]
+
+  /** What it did, with its numbers once it ran (keys, rows, hot keys split, splits). */
+  def decision: String
+}
+
+/**
  * Marks, in the executed plan and the Spark UI, the local (partial) stage of an aggregate that a
  * skewagg rule rewrote: it sits directly above that partial aggregate, passes its rows through
  * unchanged (inside the aggregate's whole-stage codegen, if it has one), counts them, and names

@@ -1,14 +1,17 @@
 package org.apache.spark.sql.skewagg.explain
 
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
 import org.apache.spark.sql.execution.{FileSourceScanExec, InputAdapter, SortExec, SparkPlan, WholeStageCodegenExec}
-import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AQEShuffleReadExec, QueryStageExec, ShuffleQueryStageExec}
+import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AQEShuffleReadExec,
+  LogicalQueryStage, QueryStageExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{FusedAggregates, PartialAggregates, PlanningFallback,
-  SkewAggConf, SkewAggHints, SkewAggLocalStageExec, SkewAggRewriteExec, SkewedPartitions}
-import org.apache.spark.sql.skewagg.SkewAggDecisions.Tag
+  SkewAggAggregateExec, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints,
+  SkewAggLocalStageExec, SkewAggRewriteExec, SkewedPartitions}
 
 /**
  * What skewagg decided for each aggregate of a query, in plain words with the numbers it used:
@@ -16,11 +19,12 @@ import org.apache.spark.sql.skewagg.SkewAggDecisions.Tag
  * `spark.sql.extendedExplainProviders=io.skewagg.SkewAggExplainGenerator` adds to Spark's
  * `EXPLAIN EXTENDED`.
  *
- * Rewrites name themselves through their [[SkewAggLocalStageExec]] marker. A rule that declines
- * for a reason the plan does not show records it where it decides, with
- * [[SkewAggDecisions.record]] (a tag on the aggregate it looked at). A planning step that failed
- * and kept Spark's plan says so first ([[PlanningFallback]]). Every other refusal is read from
- * the executed plan with the rules' own tests: the hint, the switch, the sizes of the
+ * Rewrites name themselves through their [[SkewAggLocalStageExec]] marker, and skewagg's own
+ * aggregates ([[SkewAggAggregateExec]]) with their numbers. What rules decided where they decide
+ * ([[SkewAggDecision]]s: a switch that stopped them, a refusal, a part not done) is recorded with
+ * [[SkewAggDecisions.record]] and printed as it is. A planning step that failed and kept Spark's
+ * plan says so first ([[PlanningFallback]]). Where no rule recorded anything, the reason is read
+ * from the executed plan with the rules' own tests: the hint, skewagg off, the sizes of the
  * materialized shuffle below (skewagg's [[SkewedPartitions]] thresholds), or the shape of the
  * plan.
  */
@@ -29,6 +33,7 @@ object SkewAggExplain {
   def explain(plan: SparkPlan): String = {
     val aggregates = nodes(plan).filter {
       case a: BaseAggregateExec => !PartialAggregates.isPartial(a)
+      case _: SkewAggAggregateExec => true
       case PythonAggregates(_, _) => true
       case _ => false
     }
@@ -76,6 +81,14 @@ object SkewAggExplain {
       val keys = a.groupingExpressions.map(_.name).mkString(", ")
       val functions = a.aggregateExpressions.map(_.aggregateFunction.sql(false)).mkString(", ")
       s"group by [$keys] computing [$functions] (${a.nodeName})"
+    case s: SkewAggAggregateExec =>
+      // Labelled with the functions the user wrote, which its logical aggregate keeps.
+      val functions = logicalOf(s).collect { case a: Aggregate => a }.toSeq
+        .flatMap(_.aggregateExpressions.flatMap(_.collect {
+          case a: AggregateExpression => a.aggregateFunction.sql(a.isDistinct)
+        })).distinct
+      s"group by [${s.groupingAttributes.map(_.name).mkString(", ")}] computing " +
+        s"[${functions.mkString(", ")}] (${s.nodeName})"
     case p @ PythonAggregates(grouping, aggregates) =>
       s"group by [${grouping.map(_.name).mkString(", ")}] computing " +
         s"[${aggregates.map(_.aggregateFunction.sql(false)).mkString(", ")}] (${p.nodeName})"
@@ -87,6 +100,7 @@ object SkewAggExplain {
 
   private def regionFrom(plan: SparkPlan): Seq[SparkPlan] = plan match {
     case a: BaseAggregateExec if !PartialAggregates.isPartial(a) => Nil
+    case _: SkewAggAggregateExec => Nil
     case a: AdaptiveSparkPlanExec => regionFrom(a.executedPlan)
     case s: QueryStageExec => s +: regionFrom(s.plan)
     case r: ReusedExchangeExec => r +: regionFrom(r.child)
@@ -112,12 +126,30 @@ object SkewAggExplain {
   private def decide(agg: SparkPlan, adaptiveNotRun: Boolean): String = {
     val conf = SQLConf.get
     val below = region(agg)
-    val rewrites = below.collect { case m: SkewAggLocalStageExec => m.decision }.distinct
-    if (rewrites.nonEmpty) return rewrites.map("rewritten: " + _).mkString("\n  ")
+    val own = agg match {
+      case s: SkewAggAggregateExec => Seq(s"rewritten: ${s.decision}")
+      case _ => Nil
+    }
+    val marked = below.collect { case m: SkewAggLocalStageExec => s"rewritten: ${m.decision}" }
     // Recorded on the plan, or by a strategy on the logical aggregate the plan was planned from.
-    (agg +: below)
-      .flatMap(p => p.getTagValue(Tag).orElse(p.logicalLink.flatMap(_.getTagValue(Tag))))
-      .headOption.foreach(return _)
+    val recorded = (agg +: below).flatMap { p =>
+      SkewAggDecisions.of(p) ++ logicalOf(p).toSeq.flatMap(SkewAggDecisions.of)
+    }.distinct
+    val rewritten = own ++ marked ++
+      recorded.collect { case r: SkewAggDecision.Rewritten => r.text }
+    val others = recorded.filterNot(_.isInstanceOf[SkewAggDecision.Rewritten]).map(_.text)
+    if (rewritten.nonEmpty) return (rewritten ++ others).distinct.mkString("\n  ")
+    // What the rules recorded, then what the plan shows; "no rewrite matches" only where no
+    // rule recorded why it did not rewrite.
+    val shown = fromPlan(agg, conf, adaptiveNotRun)
+    val lines = if (others.nonEmpty && shown.startsWith(SkewedNoMatch)) others else others :+ shown
+    lines.distinct.mkString("\n  ")
+  }
+
+  private val SkewedNoMatch = "left alone although skewed"
+
+  /** Why `agg` was left alone, read from the executed plan with the rules' own tests. */
+  private def fromPlan(agg: SparkPlan, conf: SQLConf, adaptiveNotRun: Boolean): String = {
     agg match {
       case PythonAggregates(_, _) =>
         return "left alone: a Python UDAF (pandas_udf) cannot be split into partial and final " +
@@ -142,6 +174,12 @@ object SkewAggExplain {
     }
   }
 
+  /** The logical plan `node` was planned from, through a stage adaptive execution made of it. */
+  private def logicalOf(node: SparkPlan): Option[LogicalPlan] = node.logicalLink.map {
+    case stage: LogicalQueryStage => stage.logicalPlan
+    case other => other
+  }
+
   /** Why a partial aggregate was not rewritten, from what it reads. */
   private def decideFromInput(partial: SparkPlan, conf: SQLConf, adaptiveNotRun: Boolean): String = {
     val input = inputOf(PartialAggregates.unwrap(partial).children.head)
@@ -158,7 +196,7 @@ object SkewAggExplain {
       val (sizes, skew) = materialized.map(s => (s, SkewedPartitions.find(s, conf)))
         .maxBy(_._1.max)
       if (skew.nonEmpty) {
-        "left alone although skewed (" + SkewAggLocalStageExec.describe("partition", skew) +
+        s"$SkewedNoMatch (" + SkewAggLocalStageExec.describe("partition", skew) +
           "): no skewagg rewrite matches this plan shape (see docs/rewrites.md)."
       } else notSkewed(sizes, skew, conf, what)
     } else if (shuffles.exists(isShuffle)) {

@@ -12,6 +12,7 @@ import org.apache.spark.sql.execution.{PlanLater, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.adaptive.LogicalQueryStage
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{SessionStates, SkewAggConf, SkewAggDecisions, SkewAggHints}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
 import org.apache.spark.sql.types.{Decimal, DecimalType}
 
 /**
@@ -65,10 +66,27 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
   private def conf: SQLConf = SQLConf.get
 
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case agg: Aggregate if SkewAggConf.enabled(conf, SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED) &&
-        !agg.isStreaming && !SkewAggHints.forbidden(agg) =>
-      rewrite(agg, forced = SkewAggHints.forced(agg)).toSeq
+    case agg: Aggregate if SkewAggConf.enabled(conf) && !agg.isStreaming &&
+        !SkewAggHints.forbidden(agg) =>
+      if (conf.getConf(SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED)) {
+        rewrite(agg, forced = SkewAggHints.forced(agg)).toSeq
+      } else {
+        if (wouldConsider(agg)) {
+          SkewAggDecisions.record(agg, SwitchedOff("no local aggregation before the join",
+            SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED))
+        }
+        Nil
+      }
     case _ => Nil
+  }
+
+  /** Whether `agg` has the shape the rewrite looks at: functions reading one side of a join. */
+  private def wouldConsider(agg: Aggregate): Boolean = agg match {
+    case PhysicalAggregation(grouping, aggregates, _, _) if grouping.nonEmpty && aggregates.nonEmpty =>
+      joinBelow(agg.child).exists { case (join, _) =>
+        aggregatedSide(join, AttributeSet(aggregates.flatMap(_.references))).isDefined
+      }
+    case _ => false
   }
 
   private def rewrite(agg: Aggregate, forced: Boolean): Option[SparkPlan] = agg match {
@@ -149,7 +167,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
     val s = side.transformUp { case stage: LogicalQueryStage => stage.logicalPlan }
     val keySet = ExpressionSet(keys)
     val fromPlan = s.distinctKeys.find(_.subsetOf(keySet)).map { unique =>
-      s"left alone: the joined side is already unique on ${unique.map(_.sql).mkString(", ")} " +
+      s"the joined side is already unique on ${unique.map(_.sql).mkString(", ")} " +
         "(it is grouped or deduplicated on them), so aggregating it before the join would " +
         "merge nothing."
     }
@@ -160,7 +178,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         keys.flatMap(k => stats.attributeStats.get(k).flatMap(_.distinctCount).map(k -> _))
           .find { case (_, distinct) => BigDecimal(distinct) * minReduction >= BigDecimal(rows) }
           .map { case (k, distinct) =>
-            f"left alone: column statistics give ${k.name} $distinct%,d distinct values in " +
+            f"column statistics give ${k.name} $distinct%,d distinct values in " +
               f"$rows%,d rows of the joined side, fewer than " +
               s"${SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key}=$minReduction rows per " +
               "key, so aggregating it before the join would merge almost nothing."
@@ -168,7 +186,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       }
     }
     fromPlan.orElse(fromStatistics) match {
-      case Some(reason) => SkewAggDecisions.record(agg, reason); true
+      case Some(reason) => SkewAggDecisions.record(agg, Refused(reason)); true
       case None => false
     }
   }
@@ -189,11 +207,11 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       case _ => false
     }))
     if (wide.nonEmpty) {
-      SkewAggDecisions.record(agg, s"left alone: the partial buffers of " +
+      SkewAggDecisions.record(agg, Refused(s"the partial buffers of " +
         s"${wide.map(_.sql).mkString(", ")} hold decimals of more than " +
         s"${Decimal.MAX_LONG_DIGITS} digits, which cost a BigDecimal per row passed on before " +
         "the join, more than aggregating before it saves unless keys repeat within a task " +
-        "(the SKEW_AGG hint aggregates anyway).")
+        "(the SKEW_AGG hint aggregates anyway)."))
     }
     wide.nonEmpty
   }
@@ -209,8 +227,8 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       forced: Boolean): Boolean = {
     val failing = aggregates.flatMap(RowFailures.of(_, trustUserCode = forced))
     if (failing.nonEmpty) {
-      SkewAggDecisions.record(agg, s"left alone: ${failing.mkString(", ")} may fail on some " +
-        "rows, and aggregating before the join would also evaluate it on rows the join drops.")
+      SkewAggDecisions.record(agg, Refused(s"${failing.mkString(", ")} may fail on some " +
+        "rows, and aggregating before the join would also evaluate it on rows the join drops."))
     }
     failing.nonEmpty
   }

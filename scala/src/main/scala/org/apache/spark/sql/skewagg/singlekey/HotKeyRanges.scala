@@ -7,6 +7,7 @@ import org.apache.spark.RangePartitioner
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeReference, BaseOrdering, BoundReference, Expression, Literal, Murmur3Hash, Pmod, RowOrdering, SortOrder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.skewagg.SkewAggConf
 import org.apache.spark.sql.types.DataType
 
 /**
@@ -31,10 +32,36 @@ final case class HotKeyRange(key: UnsafeRow, firstPartition: Int, bounds: Array[
   def partitions: Range = firstPartition until firstPartition + numSplits
 }
 
-final case class HotKeyRanges(hashPartitions: Int, hotKeys: Seq[HotKeyRange]) {
+/**
+ * The routing, and the sample's estimates it was decided on: the largest key's rows and the rows
+ * of an average hash partition (0 when nothing was sampled).
+ */
+final case class HotKeyRanges(
+    hashPartitions: Int,
+    hotKeys: Seq[HotKeyRange],
+    largestKeyRows: Double = 0,
+    averagePartitionRows: Double = 0) {
   def numPartitions: Int = hashPartitions + hotKeys.map(_.numSplits).sum
   def splitPartitions: Range = hashPartitions until numPartitions
   def numSplits: Int = numPartitions - hashPartitions
+
+  /** "1 hot key split by value into 16 tasks: ...", or why none was. */
+  def describe(minKeyRows: Long): String = {
+    val estimate = f"the largest key estimated at $largestKeyRows%,.0f rows from a sample"
+    if (hotKeys.nonEmpty) {
+      val keys = if (hotKeys.size == 1) "1 hot key" else s"${hotKeys.size} hot keys"
+      f"$keys split by value into $numSplits tasks ($estimate, an average partition " +
+        f"$averagePartitionRows%,.0f rows)"
+    } else if (largestKeyRows == 0) {
+      "no hot key split: the sample read no rows"
+    } else if (largestKeyRows < minKeyRows) {
+      s"no hot key split: $estimate, under " +
+        s"${SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key}=$minKeyRows"
+    } else {
+      f"no hot key split: $estimate, an average partition $averagePartitionRows%,.0f rows " +
+        "(a key is split when it holds more than one partition's rows)"
+    }
+  }
 
   /**
    * The partition of each row, built once per task: `keys` and `value` are bound to `input`.
@@ -167,6 +194,7 @@ object HotKeyRanges {
         }
       }
     }
-    HotKeyRanges(hashPartitions, hot.toSeq)
+    HotKeyRanges(hashPartitions, hot.toSeq, byEstimate.headOption.fold(0.0)(_._2),
+      averagePartitionRows)
   }
 }

@@ -5,11 +5,12 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeSet, BindReferences, Expression, GenericInternalRow, NamedExpression, SortOrder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Final, Partial}
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShuffledRowRDD, SortExec, SparkPlan, SQLExecution, UnaryExecNode, UnsafeRowSerializer}
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter}
-import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggRewriteExec}
+import org.apache.spark.sql.skewagg.{SkewAggAggregateExec, SkewAggConf}
 
 /**
  * [[SingleKeyAggregateExec]] whose hot keys are split by value across several tasks, so that the
@@ -49,7 +50,7 @@ case class HotKeySplitAggregateExec(
     resultExpressions: Seq[NamedExpression],
     sortValue: Expression,
     child: SparkPlan)
-  extends UnaryExecNode with SkewAggRewriteExec {
+  extends UnaryExecNode with SkewAggAggregateExec {
 
   override def output: Seq[Attribute] = resultExpressions.map(_.toAttribute)
   override def producedAttributes: AttributeSet = AttributeSet(aggregateAttributes)
@@ -70,6 +71,10 @@ case class HotKeySplitAggregateExec(
 
   // Still a SingleKeyAggregate (one key at a time), with hot keys split: plans name it so.
   override def nodeName: String = "SingleKeyAggregate"
+
+  override def decision: String =
+    SingleKeyAggregateExec.describe(longMetric("numInputRows"), longMetric("numOutputRows")) +
+      getTagValue(HotKeySplitAggregateExec.Split).fold("")("; " + _)
 
   override def simpleString(maxFields: Int): String = {
     val keys = truncatedString(groupingAttributes, "[", ", ", "]", maxFields)
@@ -96,6 +101,8 @@ case class HotKeySplitAggregateExec(
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MAX_SPLITS),
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_SIZE),
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_FRACTION))
+    setTagValue(HotKeySplitAggregateExec.Split,
+      ranges.describe(conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS)))
     longMetric("hotKeys").set(ranges.hotKeys.size.toLong)
     longMetric("splits").set(ranges.numSplits.toLong)
 
@@ -300,6 +307,9 @@ case class HotKeySplitAggregateExec(
 case class SplitCount(rows: Long, held: Array[Long], buffer: Option[UnsafeRow])
 
 object HotKeySplitAggregateExec {
+  /** Which hot keys the run split, and the sample's numbers it decided on (set when it runs). */
+  val Split: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.hotKeySplit")
+
   /**
    * `rows` sorted with the external sorter of `by` (as SortExec runs it); the bytes it spilled
    * are added to `spillSize` and its peak memory to the task's (as SortExec does).

@@ -8,7 +8,7 @@ import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Dist
 import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{PartitioningPreservingUnaryExecNode, SparkPlan}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
-import org.apache.spark.sql.skewagg.SkewAggRewriteExec
+import org.apache.spark.sql.skewagg.SkewAggAggregateExec
 
 /**
  * Aggregation of bounded input one grouping key at a time. Its child's rows are clustered by the
@@ -29,7 +29,7 @@ case class SingleKeyAggregateExec(
     resultExpressions: Seq[NamedExpression],
     sortValue: Option[Expression],
     child: SparkPlan)
-  extends PartitioningPreservingUnaryExecNode with SkewAggRewriteExec {
+  extends PartitioningPreservingUnaryExecNode with SkewAggAggregateExec {
 
   override def output: Seq[Attribute] = resultExpressions.map(_.toAttribute)
   override protected def outputExpressions: Seq[NamedExpression] = resultExpressions
@@ -47,6 +47,9 @@ case class SingleKeyAggregateExec(
     "spillSize" -> SQLMetrics.createSizeMetric(sparkContext, "key buffer spill size"))
 
   override def nodeName: String = "SingleKeyAggregate"
+
+  override def decision: String =
+    SingleKeyAggregateExec.describe(longMetric("numInputRows"), longMetric("numOutputRows"))
 
   override def simpleString(maxFields: Int): String = {
     val keys = truncatedString(groupingAttributes, "[", ", ", "]", maxFields)
@@ -72,6 +75,11 @@ case class SingleKeyAggregateExec(
 }
 
 object SingleKeyAggregateExec {
+  /** "one key at a time (SingleKeyAggregate): 1,000,000 rows read into 1,000 keys". */
+  def describe(rowsRead: SQLMetric, keys: SQLMetric): String =
+    f"one key at a time (SingleKeyAggregate): ${rowsRead.value}%,d rows read into " +
+      f"${keys.value}%,d keys"
+
   /** `functions` with the percentile key buffers' spilled bytes added to `spillSize`. */
   def withSpillMetric(functions: Seq[AggregateExpression], spillSize: SQLMetric)
       : Seq[AggregateExpression] = functions.map(_.transformDown {

@@ -10,6 +10,7 @@ import org.apache.spark.sql.execution.datasources.BucketingUtils
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints,
   SkewAggLocalStageExec, SkewedPartitions}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{Rewritten, SwitchedOff}
 import org.apache.spark.util.collection.BitSet
 
 /**
@@ -42,7 +43,17 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
   import org.apache.spark.sql.skewagg.PartialAggregates._
 
   override def apply(plan: SparkPlan): SparkPlan = {
-    if (!SkewAggConf.enabled(conf, SkewAggConf.BUCKETED_ENABLED)) return plan
+    if (!SkewAggConf.enabled(conf)) return plan
+    if (!conf.getConf(SkewAggConf.BUCKETED_ENABLED)) {
+      plan.foreach {
+        case top @ AggregatesOverBucketedScan(scan, _)
+            if relies(top) && SkewedPartitions.find(bucketSizes(scan), conf).nonEmpty =>
+          SkewAggDecisions.record(top, SwitchedOff("no split read of the skewed buckets",
+            SkewAggConf.BUCKETED_ENABLED))
+        case _ =>
+      }
+      return plan
+    }
     FusedAggregates.splitWhere(plan, AggregatesOverBucketedScan.unapply(_).isDefined) {
       withCheapExchanges(_, minAdded = 1)(splitSkewedBuckets)
     }
@@ -102,9 +113,9 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     else {
       val asBefore = withScan(top, scan, readOnly(scan, cold, bucketed = true))
       asBefore.foreach {
-        case a: BaseAggregateExec => SkewAggDecisions.record(a, "rewritten: the buckets that " +
+        case a: BaseAggregateExec => SkewAggDecisions.record(a, Rewritten("the buckets that " +
           s"are not skewed, read bucketed as before; the skewed ones ($reason) are read " +
-          "unbucketed in the other branch of a union")
+          "unbucketed in the other branch of a union"))
         case _ =>
       }
       val union = UnionExec(Seq(asBefore, unbucketed))

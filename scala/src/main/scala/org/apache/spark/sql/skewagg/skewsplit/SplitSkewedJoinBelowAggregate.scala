@@ -8,8 +8,9 @@ import org.apache.spark.sql.execution.adaptive.{OptimizeSkewedJoin, ShuffleQuery
 import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, EnsureRequirements}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints,
-  SkewAggLocalStageExec, SkewedPartitions}
+import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecision,
+  SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec, SkewedPartitions}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
 
 /**
  * Adaptive query-stage preparation rule (runs each time AQE re-plans after a stage finished).
@@ -38,7 +39,15 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
   import org.apache.spark.sql.skewagg.PartialAggregates._
 
   override def apply(plan: SparkPlan): SparkPlan = {
-    if (!SkewAggConf.enabled(conf, SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)) return plan
+    if (!SkewAggConf.enabled(conf)) return plan
+    if (!conf.getConf(SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)) {
+      return FusedAggregates.splitWhere(plan, isCandidate) { split =>
+        split.foreach(p => if (isCandidate(p)) {
+          SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.switchedOff)
+        })
+        split
+      }
+    }
     FusedAggregates.splitWhere(plan, isCandidate)(splitJoins)
   }
 
@@ -115,12 +124,14 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
 object SplitSkewedJoinBelowAggregate extends Logging {
   @volatile private var warned = false
 
-  val costModelRefusal: String = "left alone although the join below is skewed: Spark's default " +
+  val costModelRefusal: SkewAggDecision = Refused("the join below is skewed, but Spark's default " +
     "adaptive cost model rejects the exchange of partial results skewagg needs. Set " +
-    s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=io.skewagg.SkewAggCostEvaluator."
-  val unsplittable: String = "left alone although the join below is skewed: the skewed " +
+    s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=io.skewagg.SkewAggCostEvaluator.")
+  val unsplittable: SkewAggDecision = Refused("the join below is skewed, but the skewed " +
     "partition is on a side the join type does not let Spark split (e.g. the outer side of an " +
-    "outer join)."
+    "outer join).")
+  val switchedOff: SkewAggDecision =
+    SwitchedOff("no skew split of the join below", SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)
 
   private def warnCostModelOnce(): Unit = if (!warned) {
     warned = true

@@ -9,6 +9,7 @@ import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleParti
 import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec}
 import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints,
   SkewAggLocalStageExec, SkewedPartitions}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
 
 /**
  * Adaptive query-stage preparation rule.
@@ -34,7 +35,16 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
   import org.apache.spark.sql.skewagg.PartialAggregates._
 
   override def apply(plan: SparkPlan): SparkPlan = {
-    if (!SkewAggConf.enabled(conf, SkewAggConf.REPARTITION_ENABLED)) return plan
+    if (!SkewAggConf.enabled(conf)) return plan
+    if (!conf.getConf(SkewAggConf.REPARTITION_ENABLED)) {
+      return FusedAggregates.splitWhere(plan, isCandidate) { split =>
+        split.foreach(p => if (isCandidate(p) && userStageBelow(p).exists(skewed)) {
+          SkewAggDecisions.record(p, SwitchedOff("no split read of the skewed repartition below",
+            SkewAggConf.REPARTITION_ENABLED))
+        })
+        split
+      }
+    }
     FusedAggregates.splitWhere(plan, isCandidate)(_.transformDown {
       // The partials already feed an exchange (multiple DISTINCTs): only split the read.
       case e: ShuffleExchangeExec if isCandidate(e.child) =>
@@ -64,6 +74,9 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
         !SkewAggHints.forbidden(partial) => userStageBelow(partial).isDefined
     case _ => false
   }
+
+  private def skewed(stage: ShuffleQueryStageExec): Boolean =
+    SkewedPartitions.find(stage.mapStats.get.bytesByPartitionId, conf).nonEmpty
 
   private def userStageBelow(partial: SparkPlan): Option[ShuffleQueryStageExec] =
     belowRowLocal(partial.children.head) match {
@@ -102,8 +115,8 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
       }
     }
     if (splits == 0) {
-      SkewAggDecisions.record(partial, "left alone although the repartition is skewed: one " +
-        "map task wrote each skewed partition, so it cannot be read in splits.")
+      SkewAggDecisions.record(partial, Refused("the repartition is skewed, but one map task " +
+        "wrote each skewed partition, so it cannot be read in splits."))
       return None
     }
     val read = AQEShuffleReadExec(stage, specs)

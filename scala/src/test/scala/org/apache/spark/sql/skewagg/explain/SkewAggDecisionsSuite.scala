@@ -120,6 +120,111 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     }
   }
 
+  private def percentileQuery(): DataFrame =
+    fact(spark, skewed = true).groupBy("k").agg(percentile(col("v"), lit(0.5)))
+
+  /** "one key at a time (SingleKeyAggregate): 20,000 rows read into 701 keys", for `fact`. */
+  private def oneKeyAtATime: String = {
+    val keys = fact(spark, skewed = true).select("k").distinct().count()
+    f"rewritten: one key at a time (SingleKeyAggregate): 20,000 rows read into $keys%,d keys"
+  }
+
+  test("a percentile query: one key at a time, its hot key split, with the sample's numbers") {
+    withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key -> "100"): _*) {
+      val text = explainAfterRun(percentileQuery())
+      assert(text.contains("aggregate 1: group by [k] computing [percentile(v, 0.5"), text)
+      assert(text.contains(oneKeyAtATime + "; 1 hot key split by value into"), text)
+      assert(text.contains("the largest key estimated at"), text)
+      assert(!text.contains("no aggregate"), text)
+    }
+  }
+
+  test("a percentile query unsplit: under minKeyRows, or the split switched off") {
+    withSQLConf(base: _*) {
+      val text = explainAfterRun(percentileQuery())
+      assert(text.contains(oneKeyAtATime + "; no hot key split: the largest key estimated at"), text)
+      assert(text.contains("under spark.skewagg.singleKey.split.minKeyRows=1000000"), text)
+    }
+    withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_SPLIT_ENABLED.key -> "false"): _*) {
+      val text = explainAfterRun(percentileQuery())
+      assert(text.contains(oneKeyAtATime), text)
+      assert(text.contains("hot keys not split by value: switched off " +
+        "(spark.skewagg.singleKey.split.enabled=false)."), text)
+    }
+    withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_ENABLED.key -> "false"): _*) {
+      val text = explainAfterRun(percentileQuery())
+      assert(text.contains("not one key at a time: switched off " +
+        "(spark.skewagg.singleKey.enabled=false)."), text)
+    }
+  }
+
+  test("hot keys not split: a percentile with FILTER, or input that is not deterministic") {
+    withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key -> "100"): _*) {
+      val filtered = fact(spark, skewed = true).groupBy("k")
+        .agg(expr("percentile(v, 0.5) FILTER (WHERE i > 0)"))
+      val text = explainAfterRun(filtered)
+      assert(text.contains("hot keys not split by value: percentile with FILTER need all of a " +
+        "key's rows in one task"), text)
+      val random = fact(spark, skewed = true).withColumn("v", col("v") + rand(1))
+        .groupBy("k").agg(percentile(col("v"), lit(0.5)))
+      val text2 = explainAfterRun(random)
+      assert(text2.contains("hot keys not split by value: the input is not deterministic"), text2)
+    }
+  }
+
+  test("a mode query, and collect_list with and without its opt-in") {
+    withSQLConf(base: _*) {
+      val mode = fact(spark, skewed = true).groupBy("k").agg(expr("mode(i)"))
+      val text = explainAfterRun(mode)
+      assert(text.contains("computing [mode(i)]"), text)
+      assert(text.contains(oneKeyAtATime), text)
+      assert(text.contains("hot keys not split by value: only percentiles are split"), text)
+      val collect = fact(spark, skewed = true).groupBy("k").agg(collect_list("i"))
+      val text2 = explainAfterRun(collect)
+      assert(text2.contains("collect_list / collect_set not one key at a time: switched off " +
+        "(spark.skewagg.singleKey.collect.enabled=false)."), text2)
+    }
+    withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_COLLECT_ENABLED.key -> "true"): _*) {
+      val collect = fact(spark, skewed = true).groupBy("k").agg(collect_list("i"))
+      val text = explainAfterRun(collect)
+      assert(text.contains("computing [collect_list(i)]"), text)
+      assert(text.contains(oneKeyAtATime), text)
+      assert(text.contains("hot keys not split by value: only percentiles are split"), text)
+    }
+  }
+
+  test("a skewed join with each switch off names the switch") {
+    // Both off: each rule that would have rewritten it says so.
+    withSQLConf(base :+ (SkewAggConf.JOIN_SKEW_SPLIT_ENABLED.key -> "false"): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("no skew split of the join below: switched off " +
+        "(spark.skewagg.join.skewSplit.enabled=false)."), text)
+      assert(text.contains("no local aggregation before the join: switched off " +
+        "(spark.skewagg.join.localAggregate.enabled=false)."), text)
+      assert(!text.contains("rewritten"), text)
+    }
+    // Local aggregation off: the skew split rewrites it, and the switched-off rule is named.
+    withSQLConf(base: _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("rewritten: skew split of the join below the aggregate"), text)
+      assert(text.contains("no local aggregation before the join: switched off"), text)
+    }
+    // The skew split off: local aggregation before the join rewrites it.
+    withSQLConf(conf ++ Seq(adaptiveOn, SkewAggConf.JOIN_SKEW_SPLIT_ENABLED.key -> "false"): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("rewritten: flushing partial aggregate before the join"), text)
+    }
+  }
+
+  test("a skewed repartition with its switch off names the switch") {
+    withSQLConf(base :+ (SkewAggConf.REPARTITION_ENABLED.key -> "false"): _*) {
+      val q = fact(spark, skewed = true).repartition(col("k")).groupBy("k").agg(sum("v"))
+      val text = explainAfterRun(q)
+      assert(text.contains("no split read of the skewed repartition below: switched off " +
+        "(spark.skewagg.repartition.enabled=false)."), text)
+    }
+  }
+
   test("EXPLAIN EXTENDED shows the same text through spark.sql.extendedExplainProviders") {
     withSQLConf(base ++ Seq(
         "spark.sql.extendedExplainProviders" -> "io.skewagg.SkewAggExplainGenerator"): _*) {

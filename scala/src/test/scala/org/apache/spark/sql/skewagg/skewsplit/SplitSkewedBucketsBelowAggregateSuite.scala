@@ -2,13 +2,14 @@ package org.apache.spark.sql.skewagg.skewsplit
 
 import org.scalatest.BeforeAndAfterAll
 
-import org.apache.spark.sql.execution.{FileSourceScanExec, UnionExec}
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, UnionExec}
 import org.apache.spark.sql.execution.aggregate.SortAggregateExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{Differential, PartialAggregates, SkewAggConf,
-  SkewAggLocalStageExec, SkewAggSuiteBase}
+  SkewAggDecisions, SkewAggLocalStageExec, SkewAggSuiteBase}
+import org.apache.spark.sql.skewagg.SkewAggDecision.SwitchedOff
 import org.apache.spark.util.collection.BitSet
 
 import org.apache.spark.sql.skewagg.SkewTestData._
@@ -163,6 +164,12 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
   test("left alone when spark.skewagg.bucketed.enabled is false") {
     val d = differential(s => s.table("bucketed_skewed").groupBy("k").agg(sum("v")),
       bucketConf :+ (SkewAggConf.BUCKETED_ENABLED.key -> "false"): _*)
-    for (adaptive <- Seq(false, true)) assert(bucketedScans(d, on = true, adaptive) == 1)
+    for (adaptive <- Seq(false, true)) {
+      assert(bucketedScans(d, on = true, adaptive) == 1)
+      // Recorded where the rule would have split, for the explanation.
+      val recorded = nodes[SparkPlan](d.plan(on = true, adaptive)).flatMap(SkewAggDecisions.of)
+      assert(recorded.contains(SwitchedOff("no split read of the skewed buckets",
+        SkewAggConf.BUCKETED_ENABLED)), recorded)
+    }
   }
 }
