@@ -82,7 +82,8 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
 
   /** Whether `agg` has the shape the rewrite looks at: functions reading one side of a join. */
   private def wouldConsider(agg: Aggregate): Boolean = agg match {
-    case PhysicalAggregation(grouping, aggregates, _, _) if grouping.nonEmpty && aggregates.nonEmpty =>
+    case PhysicalAggregation(grouping, aggregates, _, _)
+        if grouping.nonEmpty && aggregates.nonEmpty =>
       joinBelow(agg.child).exists { case (join, _) =>
         aggregatedSide(join, AttributeSet(aggregates.flatMap(_.references))).isDefined
       }

@@ -166,12 +166,12 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
       }
       a.copy(aggregateFunction = function, mode = Complete)
     }
+    val attributes = complete.map(_.resultAttribute)
     splitRefusal(complete, child, conf) match {
       case None => HotKeySplitAggregateExec(
-        groupingAttributes, complete, complete.map(_.resultAttribute), results, sortValue.get, projected)
+        groupingAttributes, complete, attributes, results, sortValue.get, projected)
       case Some(refusal) => SkewAggDecisions.record(SingleKeyAggregateExec(
-        groupingAttributes, complete, complete.map(_.resultAttribute), results, sortValue, projected),
-        refusal)
+        groupingAttributes, complete, attributes, results, sortValue, projected), refusal)
     }
   }
 

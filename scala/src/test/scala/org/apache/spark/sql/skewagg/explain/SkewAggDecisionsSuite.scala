@@ -142,7 +142,8 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
   test("a percentile query unsplit: under minKeyRows, or the split switched off") {
     withSQLConf(base: _*) {
       val text = explainAfterRun(percentileQuery())
-      assert(text.contains(oneKeyAtATime + "; no hot key split: the largest key estimated at"), text)
+      assert(text.contains(oneKeyAtATime + "; no hot key split: the largest key estimated at"),
+        text)
       assert(text.contains("under spark.skewagg.singleKey.split.minKeyRows=1000000"), text)
     }
     withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_SPLIT_ENABLED.key -> "false"): _*) {
