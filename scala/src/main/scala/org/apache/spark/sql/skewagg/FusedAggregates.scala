@@ -68,7 +68,7 @@ object FusedAggregates {
   /**
    * `agg`'s aggregate expressions, each with the result id `agg` outputs it under: a fused
    * DISTINCT aggregate keeps the final half's attributes and the partial half's expressions,
-   * whose result ids differ (fuzz seed 5, case 367).
+   * whose result ids differ (docs/rewrites.md, "Fused aggregates").
    */
   private def outputNamed(agg: BaseAggregateExec): Seq[AggregateExpression] =
     agg.aggregateExpressions.zip(agg.aggregateAttributes).map { case (e, a) =>

@@ -16,7 +16,7 @@ import org.apache.spark.sql.types.{DataType, IntegralType, LongType}
  *
  * For a partial aggregate that runs before a join drops rows: Spark's `sum` fails as soon as a
  * running sum overflows, and aggregating a group that the join then drops would fail a query
- * Spark answers (fuzz seed 5, case 293). Where the exact sum of a kept group fits in a BIGINT it
+ * Spark answers (docs/rewrites.md, "Rows a join drops"). Where the exact sum of a kept group fits in a BIGINT it
  * is the result, also when a running sum in Spark's order of rows would have overflowed.
  */
 case class WrappingLongSum(child: Expression) extends DeclarativeAggregate

@@ -213,18 +213,10 @@ case class HotKeySplitAggregateExec(
     ranges.hotKeys.foreach { hot =>
       val splitsOfKey = hot.partitions.map(_ - firstSplit)
       boundPercentiles.indices.foreach { j =>
-        val offsets = splitsOfKey.map(s => counts(s).held(j)).scanLeft(0L)(_ + _)
-        // The last split whose offset is <= rank (splits holding no rank are skipped).
-        def splitOfRank(rank: Long): Int =
-          splitsOfKey(math.min(offsets.lastIndexWhere(_ <= rank), splitsOfKey.size - 1))
-        boundPercentiles(j).ranksNeeded(offsets.last).groupBy(splitOfRank).foreach {
-          case (split, ranks) =>
-            val offset = offsets(splitsOfKey.indexOf(split))
-            localRanks(split)(j) = ranks.map(_ - offset).sorted
-        }
-        interpolations += boundPercentiles(j).rankPairs(offsets.last).count {
-          case (low, high) => splitOfRank(low) != splitOfRank(high)
-        }
+        val ranks = SplitRanks(splitsOfKey.map(s => counts(s).held(j)))
+        ranks.localRanks(boundPercentiles(j).ranksNeeded(ranks.total).toSeq).zipWithIndex
+          .foreach { case (local, i) => localRanks(splitsOfKey(i))(j) = local }
+        interpolations += ranks.straddling(boundPercentiles(j).rankPairs(ranks.total))
       }
     }
     longMetric("splitInterpolations").set(interpolations)
@@ -271,12 +263,12 @@ case class HotKeySplitAggregateExec(
         val values = new Array[Any](grouping.size + attributes.size)
         grouping.indices.foreach(i => values(i) = hot.key.get(i, grouping(i).dataType))
         boundPercentiles.indices.foreach { j =>
-          val offsets = splits.map(s => counts(s).held(j)).scanLeft(0L)(_ + _)
-          val atRank = splits.zip(offsets).flatMap { case (s, offset) =>
+          val ranks = SplitRanks(splits.map(s => counts(s).held(j)))
+          val atRank = splits.zip(ranks.offsets).flatMap { case (s, offset) =>
             picked.get(s).toSeq.flatMap(found => localRanks(s)(j).map(_ + offset).zip(found(j)))
           }.toMap
           values(grouping.size + aggregateIndexOfPercentile(j)) =
-            boundPercentiles(j).resultFrom(offsets.last, atRank)
+            boundPercentiles(j).resultFrom(ranks.total, atRank)
         }
         if (finalOthers.nonEmpty) {
           val buffers = splits.flatMap(s => counts(s).buffer)

@@ -5,7 +5,7 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ExchangeQueryStageExec, ShufflePartitionsUtil, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeLike, ShuffleOrigin}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf, SkewAggLocalStageExec,
+import org.apache.spark.sql.skewagg.{CheapExchanges, SkewAggConf, SkewAggLocalStageExec,
   SkewAggShuffleReadRule}
 
 /**
@@ -38,7 +38,7 @@ case class CoalescePartialResultExchanges(session: SparkSession) extends SkewAgg
     val alreadyRead = plan.collect { case r: AQEShuffleReadExec => r }.nonEmpty
     stages match {
       case Seq(stage: ShuffleQueryStageExec) if !alreadyRead && stage.mapStats.isDefined &&
-          isSupported(stage.shuffle) && addedBySkewAgg(stage.shuffle) =>
+          isSupported(stage.shuffle) && CheapExchanges.isAboveLocalStage(stage.shuffle) =>
         val specs = ShufflePartitionsUtil.coalescePartitions(
           Seq(stage.mapStats), Seq(None),
           advisoryTargetSize = conf.getConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES),
@@ -55,12 +55,5 @@ case class CoalescePartialResultExchanges(session: SparkSession) extends SkewAgg
     }
   }
 
-  /** The exchange moves exactly what a skewagg local stage produced. */
-  private def addedBySkewAgg(shuffle: ShuffleExchangeLike): Boolean =
-    PartialAggregates.isCheapExchange(shuffle) &&
-      (PartialAggregates.withoutCodegen(shuffle.child) match {
-        case _: SkewAggLocalStageExec => true
-        case _ => false
-      })
 
 }

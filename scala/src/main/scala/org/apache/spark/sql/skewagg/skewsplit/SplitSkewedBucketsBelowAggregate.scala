@@ -41,6 +41,7 @@ import org.apache.spark.util.collection.BitSet
  */
 case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[SparkPlan] {
   import org.apache.spark.sql.skewagg.PartialAggregates._
+  import org.apache.spark.sql.skewagg.CheapExchanges.{withCheapExchanges}
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf)) return plan
@@ -63,7 +64,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
    * `plan` with the topmost aggregate chain over a skewed bucketed scan split (not below it). A
    * union this rule made is left as it is: the rule runs again on plans it rewrote (each
    * query-stage preparation, and the columnar hook on each stage), and its branch of buckets that
-   * were not skewed, measured alone, may look skewed again (found by fuzzing: split twice).
+   * were not skewed, measured alone, may look skewed again (docs/testing.md, bugs found).
    */
   private def splitSkewedBuckets(plan: SparkPlan): SparkPlan = plan match {
     case u: UnionExec if u.getTagValue(SplitUnion).isDefined => u
@@ -129,8 +130,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
 
   /**
    * The first node below `plan` that is not a sort or a row-local operator: a sort-based partial
-   * aggregate reads its scan through a Sort (found by fuzzing: without looking through it, the
-   * exchange and the marker went missing and EnsureRequirements added an unmarked exchange).
+   * aggregate reads its scan through a Sort (docs/testing.md, bugs found).
    */
   private def belowSortsAndRowLocal(plan: SparkPlan): SparkPlan = belowRowLocal(plan) match {
     case s: SortExec => belowSortsAndRowLocal(s.child)

@@ -37,6 +37,7 @@ import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
  */
 case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[SparkPlan] {
   import org.apache.spark.sql.skewagg.PartialAggregates._
+  import org.apache.spark.sql.skewagg.CheapExchanges.{withCheapExchanges}
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf)) return plan

@@ -33,6 +33,7 @@ import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
  */
 case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[SparkPlan] {
   import org.apache.spark.sql.skewagg.PartialAggregates._
+  import org.apache.spark.sql.skewagg.CheapExchanges.{cheapExchangePartitions}
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf)) return plan

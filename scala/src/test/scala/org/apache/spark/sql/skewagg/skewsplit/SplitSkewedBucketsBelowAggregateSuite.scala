@@ -7,7 +7,7 @@ import org.apache.spark.sql.execution.aggregate.SortAggregateExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{Differential, PartialAggregates, SkewAggConf,
+import org.apache.spark.sql.skewagg.{CheapExchanges, Differential, SkewAggConf,
   SkewAggDecisions, SkewAggLocalStageExec, SkewAggSuiteBase}
 import org.apache.spark.sql.skewagg.SkewAggDecision.SwitchedOff
 import org.apache.spark.util.collection.BitSet
@@ -46,7 +46,7 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
       .map(_.optionalBucketSet.map(bucketsIn))
 
   private def cheapExchanges(d: Differential, on: Boolean, adaptive: Boolean): Int =
-    nodes[ShuffleExchangeLike](d.plan(on, adaptive)).count(PartialAggregates.isCheapExchange)
+    nodes[ShuffleExchangeLike](d.plan(on, adaptive)).count(CheapExchanges.isCheapExchange)
 
   /** The bucket holding key 0, the hot key of the skewed table. */
   private lazy val hotBucket: Int = spark.range(1).select(

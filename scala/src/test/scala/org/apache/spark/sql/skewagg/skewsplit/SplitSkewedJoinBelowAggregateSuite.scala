@@ -6,7 +6,7 @@ import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{Differential, PartialAggregates, SkewAggConf, SkewAggSuiteBase}
+import org.apache.spark.sql.skewagg.{CheapExchanges, Differential, SkewAggConf, SkewAggSuiteBase}
 
 import org.apache.spark.sql.skewagg.SkewTestData._
 
@@ -16,7 +16,7 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase {
     nodes[ShuffledJoin](d.plan(on, adaptive = true)).count(_.isSkewJoin)
 
   private def cheapExchanges(d: Differential, on: Boolean, adaptive: Boolean): Int =
-    nodes[ShuffleExchangeLike](d.plan(on, adaptive)).count(PartialAggregates.isCheapExchange)
+    nodes[ShuffleExchangeLike](d.plan(on, adaptive)).count(CheapExchanges.isCheapExchange)
 
   /**
    * Split (and, unless Spark already shuffles the partials, a cheap exchange added) with skewagg
@@ -103,7 +103,7 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase {
   private def partialResultReads(d: Differential): Seq[(Int, Int)] =
     nodes[AQEShuffleReadExec](d.plan(on = true, adaptive = true)).collect {
       case r @ AQEShuffleReadExec(s: ShuffleQueryStageExec, _)
-          if PartialAggregates.isCheapExchange(s.shuffle) && r.isCoalescedRead =>
+          if CheapExchanges.isCheapExchange(s.shuffle) && r.isCoalescedRead =>
         (r.partitionSpecs.size, s.shuffle.numPartitions)
     }
 

@@ -4,7 +4,7 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeLike}
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{Differential, PartialAggregates, SkewAggConf,
+import org.apache.spark.sql.skewagg.{CheapExchanges, Differential, SkewAggConf,
   SkewAggLocalStageExec, SkewAggSuiteBase}
 
 import org.apache.spark.sql.skewagg.SkewTestData._
@@ -30,7 +30,7 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
   private def userExchangesOfPartials(d: Differential, adaptive: Boolean): Seq[ShuffleExchangeLike] =
     nodes[ShuffleExchangeLike](d.plan(on = true, adaptive)).filter { e =>
       (e.shuffleOrigin == REPARTITION_BY_COL || e.shuffleOrigin == REPARTITION_BY_NUM) &&
-        PartialAggregates.isCheapExchange(e)
+        CheapExchanges.isCheapExchange(e)
     }
 
   test("skewed repartition(k): split reads, partials re-exchanged with the user's partitioning") {
