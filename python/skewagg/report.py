@@ -11,6 +11,7 @@ small Spark jobs over ``df`` (key counts are cached between two of them).
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -342,6 +343,43 @@ def _conf(spark: "SparkSession", key: str, default: str) -> str:
     return default if value is None else str(value)
 
 
+# The settings' defaults, for sessions without skewagg (tests tie them to the JVM's config object).
+DEFAULT_SKEW_FACTOR = "5.0"
+DEFAULT_SKEW_FLOOR = "16MB"
+DEFAULT_SPLIT_SIZE = "1MB"
+
+
+def skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewVerdict:
+    """skewagg's skew test on ``partition_bytes`` under ``spark``'s settings: the rules' own
+    (``io.skewagg.PythonBridge.skewTest``) when skewagg is loaded, else :func:`python_skew_verdict`."""
+    from skewagg import is_loaded
+
+    # Classic sessions only (a Spark Connect client has no JVM to call).
+    if getattr(spark, "_jsparkSession", None) is None or not is_loaded(spark):
+        return python_skew_verdict(spark, partition_bytes)
+    from skewagg._bridge import bridge
+
+    found = json.loads(str(bridge(spark).skewTest(spark._jsparkSession, list(partition_bytes))))
+    return SkewVerdict([(int(i), int(b)) for i, b in found["skewed"]], int(found["median"]),
+                       int(found["threshold"]), float(found["factor"]), int(found["floor"]),
+                       int(found["split"]))
+
+
+def python_skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewVerdict:
+    """The same test as the rules' (``SkewedPartitions`` in the JVM), for a session without
+    skewagg: tests check that the two agree."""
+    factor = float(_conf(spark, SKEW_FACTOR_KEY, DEFAULT_SKEW_FACTOR))
+    floor = parse_bytes(_conf(spark, SKEW_FLOOR_KEY, DEFAULT_SKEW_FLOOR))
+    split = parse_bytes(_conf(spark, SPLIT_SIZE_KEY, DEFAULT_SPLIT_SIZE))
+    median = sorted(partition_bytes)[len(partition_bytes) // 2] if partition_bytes else 0
+    threshold = max(floor, int(median * factor))
+    skewed = sorted(((i, b) for i, b in enumerate(partition_bytes) if b > threshold),
+                    key=lambda x: -x[1])
+    normal = [b for i, b in enumerate(partition_bytes) if b <= threshold]
+    target = max(split, sum(normal) // len(normal) if normal else 0)
+    return SkewVerdict(skewed, median, threshold, factor, floor, target)
+
+
 def analyze(
     df: "DataFrame",
     keys: Union[str, Sequence[str]],
@@ -396,16 +434,7 @@ def analyze(
     heavy_keys = [HeavyKey(tuple(r[k] for k in range(len(names))), int(r["__rows"]),
                            int(r["__rows"]) / rows) for r in heavy]
 
-    factor = float(_conf(spark, SKEW_FACTOR_KEY, "5.0"))
-    floor = parse_bytes(_conf(spark, SKEW_FLOOR_KEY, "16MB"))
-    split = parse_bytes(_conf(spark, SPLIT_SIZE_KEY, "1MB"))
-    median = sorted(partition_bytes)[n // 2]
-    threshold = max(floor, int(median * factor))
-    skewed = sorted(((i, b) for i, b in enumerate(partition_bytes) if b > threshold),
-                    key=lambda x: -x[1])
-    normal = [b for i, b in enumerate(partition_bytes) if b <= threshold]
-    target = max(split, sum(normal) // len(normal) if normal else 0)
-    verdict = SkewVerdict(skewed, median, threshold, factor, floor, target)
+    verdict = skew_verdict(spark, partition_bytes)
     notes = [
         "partition bytes are estimates: rows x Spark's uncompressed row size; shuffle files are "
         "compressed, so Spark measures smaller sizes at run time.",

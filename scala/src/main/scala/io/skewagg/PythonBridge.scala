@@ -1,7 +1,11 @@
 package io.skewagg
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.spark.SparkContext
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.skewagg.{PlanNodes, SessionStates, SkewAggConf, SkewedPartitions}
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 import org.apache.spark.sql.skewagg.monitor.TaskTimeRecorder
 
@@ -13,8 +17,35 @@ object PythonBridge {
   /** `skewagg.explain`: one paragraph per aggregate of an executed plan. */
   def explain(plan: SparkPlan): String = SkewAggExplain.explain(plan)
 
+  /**
+   * The class name of every operator of an executed plan (through adaptive plans, query stages
+   * and reused exchanges), top down: what tests assert on instead of the plan's text.
+   */
+  def operatorClasses(plan: SparkPlan): java.util.List[String] =
+    PlanNodes.all(plan).map(_.getClass.getSimpleName).asJava
+
   /** The skewagg operators that ran in an executed plan, one line each. */
   def operatorLines(plan: SparkPlan): String = SkewAggExplain.operatorLines(plan)
+
+  /**
+   * `skewagg.analyze`: the rules' skew test on (estimated) partition sizes under `session`'s
+   * settings, as JSON: the median, the threshold, the settings it used, the size of the pieces a
+   * skewed partition would be read in, and the skewed partitions as [id, bytes], largest first.
+   */
+  def skewTest(session: SparkSession, sizes: java.util.List[_]): String = {
+    val conf = SessionStates.conf(session)
+    val bytes = sizes.asScala.map(_.asInstanceOf[Number].longValue).toArray
+    val skew = SkewedPartitions.find(bytes, conf)
+    val skewed = skew.skewed.sortBy(-_._2).map { case (id, size) => s"[$id,$size]" }
+    s"""{"median":${skew.medianSize},"threshold":${skew.threshold},""" +
+      s""""factor":${conf.getConf(SkewAggConf.SKEW_FACTOR)},""" +
+      s""""floor":${conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)},""" +
+      s""""split":${SkewedPartitions.splitSize(bytes, skew, conf)},""" +
+      s""""skewed":[${skewed.mkString(",")}]}"""
+  }
+
+  /** A skewagg setting's default, as its config entry documents it (`skewagg.analyze`). */
+  def defaultOf(key: String): String = SkewAggConf.defaultOf(key)
 
   /** `skewagg.TaskTimeRecorder`: a listener recording task times until it is detached. */
   def attachTaskTimeRecorder(sc: SparkContext): TaskTimeRecorder = TaskTimeRecorder.attach(sc)

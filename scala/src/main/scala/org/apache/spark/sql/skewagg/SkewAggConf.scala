@@ -352,6 +352,11 @@ object SkewAggConf {
   /** Every entry, in declaration order. */
   def entries: Seq[ConfigEntry[_]] = registered
 
+  /** The default of the setting `key`, as its entry prints it (e.g. "16MB"); fails if unknown. */
+  def defaultOf(key: String): String = registered.find(_.key == key)
+    .getOrElse(throw new IllegalArgumentException(s"not a skewagg setting: $key"))
+    .defaultValueString
+
   def enabled(conf: SQLConf): Boolean = conf.getConf(ENABLED)
 
   /** True when skewagg as a whole and `entry` are both on. */

@@ -9,9 +9,9 @@ import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{FusedAggregates, PartialAggregates, PlanningFallback,
-  SkewAggAggregateExec, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints,
-  SkewAggLocalStageExec, SkewAggRewriteExec, SkewedPartitions}
+import org.apache.spark.sql.skewagg.{FusedAggregates, PartialAggregates, PlanNodes,
+  PlanningFallback, SkewAggAggregateExec, SkewAggConf, SkewAggDecision, SkewAggDecisions,
+  SkewAggHints, SkewAggLocalStageExec, SkewAggRewriteExec, SkewedPartitions}
 
 /**
  * What skewagg decided for each aggregate of a query, in plain words with the numbers it used:
@@ -63,13 +63,7 @@ object SkewAggExplain {
     PlanningFallback.recorded(node) ++ node.logicalLink.toSeq.flatMap(PlanningFallback.recorded)
   }.distinct
 
-  /** Every node of `plan`, into adaptive plans and query stages, top down. */
-  private def nodes(plan: SparkPlan): Seq[SparkPlan] = plan match {
-    case a: AdaptiveSparkPlanExec => nodes(a.executedPlan)
-    case s: QueryStageExec => s +: nodes(s.plan)
-    case r: ReusedExchangeExec => r +: nodes(r.child)
-    case other => other +: other.children.flatMap(nodes)
-  }
+  private def nodes(plan: SparkPlan): Seq[SparkPlan] = PlanNodes.all(plan)
 
   private def unfinishedAdaptive(plan: SparkPlan): Boolean = plan.exists {
     case a: AdaptiveSparkPlanExec => !a.isFinalPlan

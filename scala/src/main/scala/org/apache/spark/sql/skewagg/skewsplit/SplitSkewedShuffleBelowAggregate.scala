@@ -103,9 +103,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     val skew = SkewedPartitions.find(sizes, conf)
     if (!skew.nonEmpty) return None
     val skewedIds = skew.skewed.map(_._1).toSet
-    val normal = sizes.zipWithIndex.collect { case (size, i) if !skewedIds(i) => size }
-    val target = math.max(conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE),
-      if (normal.isEmpty) 0L else normal.sum / normal.length)
+    val target = SkewedPartitions.splitSize(sizes, skew, conf)
     var splits = 0
     val specs: Seq[ShufflePartitionSpec] = sizes.indices.flatMap { i =>
       val whole = Seq(CoalescedPartitionSpec(i, i + 1, sizes(i)))
