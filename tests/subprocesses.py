@@ -34,7 +34,8 @@ def report(proc: subprocess.CompletedProcess) -> Dict[str, Any]:
         if line.startswith("REPORT "):
             return json.loads(line[len("REPORT "):])
     raise AssertionError(
-        f"no report (exit {proc.returncode})\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}"
+        f"no report (exit {proc.returncode})\nstdout:\n{proc.stdout}\n"
+        f"stderr:\n{proc.stderr[-4000:]}"
     )
 
 

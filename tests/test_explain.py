@@ -58,7 +58,8 @@ def test_a_failed_planning_step_falls_back_and_says_so(spark: SparkSession) -> N
 
 
 @pytest.mark.usefixtures("small_skew_settings", "no_local_aggregate")
-def test_rewritten_join_after_the_query_ran(spark: SparkSession, capsys: pytest.CaptureFixture) -> None:
+def test_rewritten_join_after_the_query_ran(
+        spark: SparkSession, capsys: pytest.CaptureFixture) -> None:
     df = fact(spark, skewed=True).join(dim(spark), "k").groupBy("k").agg(F.sum("v"))
     before = skewagg.explain_text(df)
     assert "not decided yet" in before and "Run the query" in before

@@ -11,7 +11,8 @@ from conftest import differential
 
 # A partial aggregate below a join's input exchange: local aggregation before the join.
 PARTIAL_BELOW_JOIN = re.compile(
-    r"Exchange hashpartitioning\([^\n]*ENSURE_REQUIREMENTS[^\n]*\n(?:[^\n]*SkewAggLocalStage[^\n]*\n)?[ +\-:|*()0-9]*"
+    r"Exchange hashpartitioning\([^\n]*ENSURE_REQUIREMENTS[^\n]*\n"
+    r"(?:[^\n]*SkewAggLocalStage[^\n]*\n)?[ +\-:|*()0-9]*"
     r"HashAggregate\(keys=[^\n]*functions=\[partial_sum"
 )
 

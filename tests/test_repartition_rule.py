@@ -16,7 +16,8 @@ def skewed(spark: SparkSession) -> DataFrame:
     )
 
 
-def test_hinted_repartition_then_group_by_aggregates_before_the_shuffle(spark: SparkSession) -> None:
+def test_hinted_repartition_then_group_by_aggregates_before_the_shuffle(
+        spark: SparkSession) -> None:
     plans = differential(
         spark,
         lambda s: skewed(s).repartition("k").groupBy("k").agg(

@@ -20,7 +20,8 @@ KEYS = ["a"] * 6 + ["b"] * 2 + ["c", "d"]
 
 @pytest.fixture()
 def small(spark: SparkSession) -> DataFrame:
-    return spark.createDataFrame([(k, i, i % 2) for i, k in enumerate(KEYS)], "k string, v long, w int")
+    return spark.createDataFrame(
+        [(k, i, i % 2) for i, k in enumerate(KEYS)], "k string, v long, w int")
 
 
 def spark_partition_rows(df: DataFrame, n: int, *keys: str) -> list:
@@ -100,7 +101,8 @@ def test_renders_as_text_html_pandas_and_plots(small: DataFrame, tmp_path: Path)
 
 
 def test_bad_column_and_empty_dataframe(small: DataFrame) -> None:
-    with pytest.raises(skewagg.ColumnNotFoundError, match=r"'kk' is not a column.*Available columns: k, v, w"):
+    with pytest.raises(skewagg.ColumnNotFoundError,
+                       match=r"'kk' is not a column.*Available columns: k, v, w"):
         skewagg.analyze(small, ["kk"])
     with pytest.raises(skewagg.ColumnNotFoundError, match="at least one key"):
         skewagg.analyze(small, [])

@@ -189,9 +189,11 @@ def _why_not_loaded(spark: "SparkSession") -> str:
 
 
 def require_loaded(spark: "SparkSession") -> None:
-    """Raises :class:`NotLoadedError`, saying how to fix it, unless skewagg is loaded in ``spark``."""
+    """Raises :class:`NotLoadedError`, saying how to fix it, unless skewagg is loaded in
+    ``spark``."""
     if not is_loaded(spark):
-        raise NotLoadedError(f"skewagg is not loaded in this Spark session: {_why_not_loaded(spark)}")
+        raise NotLoadedError(
+            f"skewagg is not loaded in this Spark session: {_why_not_loaded(spark)}")
 
 
 def enable(spark: "SparkSession") -> None:

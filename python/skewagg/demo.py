@@ -62,7 +62,8 @@ def run(rows: Optional[int] = None) -> int:
         F.when(hot, F.lit(0)).otherwise(F.abs(F.xxhash64("id")) % KEYS).alias("k"),
         (F.col("id") % 1000 / 10.0).alias("v"),
     )
-    dim = spark.range(0, KEYS, 1, 8).select(F.col("id").alias("k"), (F.col("id") % 100).alias("attr"))
+    dim = spark.range(0, KEYS, 1, 8).select(
+        F.col("id").alias("k"), (F.col("id") % 100).alias("attr"))
 
     def query(hinted: bool) -> DataFrame:
         df = fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s"))

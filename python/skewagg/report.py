@@ -205,13 +205,15 @@ class SkewReport:
         widths = [max(len(r[c]) for r in [header] + table) for c in range(3)]
         lines.append("    " + "  ".join(h.rjust(w) for h, w in zip(header, widths)) + "  key")
         for row in table:
-            lines.append("    " + "  ".join(v.rjust(w) for v, w in zip(row, widths)) + "  " + row[3])
+            cells = "  ".join(v.rjust(w) for v, w in zip(row, widths))
+            lines.append("    " + cells + "  " + row[3])
         lines += [f"  Note: {note}" for note in self.notes]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return (f"SkewReport(keys={self.keys}, rows={self.rows}, distinct_keys={self.distinct_keys},"
-                f" top1={self.top_share(1):.3f}, gini={self.gini:.3f})")
+        return (f"SkewReport(keys={self.keys}, rows={self.rows}, "
+                f"distinct_keys={self.distinct_keys}, top1={self.top_share(1):.3f}, "
+                f"gini={self.gini:.3f})")
 
     def _repr_html_(self) -> str:
         esc = html.escape
@@ -351,7 +353,8 @@ DEFAULT_SPLIT_SIZE = "1MB"
 
 def skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewVerdict:
     """skewagg's skew test on ``partition_bytes`` under ``spark``'s settings: the rules' own
-    (``io.skewagg.PythonBridge.skewTest``) when skewagg is loaded, else :func:`python_skew_verdict`."""
+    (``io.skewagg.PythonBridge.skewTest``) when skewagg is loaded, else
+    :func:`python_skew_verdict`."""
     from skewagg import is_loaded
 
     # Classic sessions only (a Spark Connect client has no JVM to call).

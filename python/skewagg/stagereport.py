@@ -121,7 +121,8 @@ class StageReport:
         cell = lambda tag, v: f"<{tag}>{html.escape(v)}</{tag}>"  # noqa: E731
         rows = ["<tr>" + "".join(cell("th", h) for h in header) + "</tr>"]
         rows += ["<tr>" + "".join(cell("td", v) for v in r) + "</tr>" for r in body + [total]]
-        return f"<div><b>Stage report {html.escape(self.label)}</b><table>{''.join(rows)}</table></div>"
+        title = f"<b>Stage report {html.escape(self.label)}</b>"
+        return f"<div>{title}<table>{''.join(rows)}</table></div>"
 
     def __repr__(self) -> str:
         if self.times is None:

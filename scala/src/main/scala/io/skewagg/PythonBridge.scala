@@ -14,6 +14,7 @@ import org.apache.spark.sql.skewagg.monitor.TaskTimeRecorder
  * this object and the classes it returns, no other class, so the packages behind it can move.
  */
 object PythonBridge {
+
   /** `skewagg.explain`: one paragraph per aggregate of an executed plan. */
   def explain(plan: SparkPlan): String = SkewAggExplain.explain(plan)
 

@@ -20,7 +20,8 @@ import org.apache.spark.sql.skewagg.skewsplit.SparkCostModel
  */
 class SkewAggCostEvaluator extends CostEvaluator {
   override def evaluateCost(plan: SparkPlan): Cost = {
-    val cheap = if (!SkewAggConf.enabled(SQLConf.get)) 0 else plan.collect {
+    val cheap = if (!SkewAggConf.enabled(SQLConf.get)) 0
+    else plan.collect {
       case s: ShuffleExchangeLike if CheapExchanges.isCheapExchange(s) => s
     }.size
     SparkCostModel.costWithout(plan, uncounted = cheap)

@@ -13,6 +13,7 @@ import org.apache.spark.sql.internal.SQLConf
  * local stage ([[isAboveLocalStage]]) have their reads coalesced.
  */
 object CheapExchanges {
+
   /**
    * A cheap exchange: it shuffles the output of a partial aggregate, at most one row per key and
    * upstream task, instead of the rows the aggregate read.
@@ -69,9 +70,9 @@ object CheapExchanges {
   /** A cheap exchange of what a skewagg local stage produced (the rewrite's own exchange). */
   def isAboveLocalStage(plan: SparkPlan): Boolean = isCheapExchange(plan) && (plan match {
     case e: ShuffleExchangeLike => PartialAggregates.withoutCodegen(e.child) match {
-      case _: SkewAggLocalStageExec => true
-      case _ => false
-    }
+        case _: SkewAggLocalStageExec => true
+        case _ => false
+      }
     case _ => false
   })
 }

@@ -21,6 +21,7 @@ import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
  * were are fused again, so a plan skewagg does not rewrite stays exactly Spark's.
  */
 object FusedAggregates {
+
   /** On a final half made by [[splitWhere]]: the fused aggregate and the partial half. */
   private val SplitFrom = TreeNodeTag[(BaseAggregateExec, SparkPlan)]("skewagg.splitFrom")
 
@@ -53,14 +54,17 @@ object FusedAggregates {
    */
   def halves(agg: BaseAggregateExec): Option[(BaseAggregateExec, BaseAggregateExec)] = {
     if (!isFused(agg)) return None
-    AggUtils.planAggregateWithoutDistinct(agg.groupingExpressions, outputNamed(agg),
-      agg.resultExpressions, agg.child) match {
+    AggUtils.planAggregateWithoutDistinct(
+      agg.groupingExpressions,
+      outputNamed(agg),
+      agg.resultExpressions,
+      agg.child) match {
       case Seq(top: BaseAggregateExec) => top.child match {
-        case partial: BaseAggregateExec =>
-          agg.logicalLink.foreach { l => top.setLogicalLink(l); partial.setLogicalLink(l) }
-          Some((top, partial))
-        case _ => None
-      }
+          case partial: BaseAggregateExec =>
+            agg.logicalLink.foreach { l => top.setLogicalLink(l); partial.setLogicalLink(l) }
+            Some((top, partial))
+          case _ => None
+        }
       case _ => None
     }
   }

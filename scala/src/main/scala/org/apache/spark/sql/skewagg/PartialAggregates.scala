@@ -3,9 +3,13 @@ package org.apache.spark.sql.skewagg
 import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Partial, PartialMerge}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
-import org.apache.spark.sql.execution.{ExpandExec, FilterExec, InputAdapter, ProjectExec, SparkPlan, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.{
+  ExpandExec, FilterExec, InputAdapter, ProjectExec, SparkPlan, WholeStageCodegenExec
+}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, QueryStageExec}
-import org.apache.spark.sql.execution.aggregate.{BaseAggregateExec, HashAggregateExec, ObjectHashAggregateExec, SortAggregateExec}
+import org.apache.spark.sql.execution.aggregate.{
+  BaseAggregateExec, HashAggregateExec, ObjectHashAggregateExec, SortAggregateExec
+}
 
 /**
  * An operator of skewagg's that aggregates input rows partially, as Spark's Partial-mode
@@ -83,17 +87,30 @@ object PartialAggregates {
       finalAggregate: BaseAggregateExec,
       distribution: Option[Seq[Expression]],
       child: SparkPlan): SparkPlan = {
-    val merging = finalAggregate.aggregateExpressions.map(_.copy(mode = PartialMerge, filter = None))
+    val merging =
+      finalAggregate.aggregateExpressions.map(_.copy(mode = PartialMerge, filter = None))
     val keys = finalAggregate.groupingExpressions.map(_.toAttribute)
     val result = keys ++ merging.flatMap(_.aggregateFunction.inputAggBufferAttributes)
     val buffers = merging.map(_.resultAttribute)
     finalAggregate match {
-      case a: HashAggregateExec => a.copy(requiredChildDistributionExpressions = distribution,
-        aggregateExpressions = merging, aggregateAttributes = buffers, resultExpressions = result, child = child)
-      case a: ObjectHashAggregateExec => a.copy(requiredChildDistributionExpressions = distribution,
-        aggregateExpressions = merging, aggregateAttributes = buffers, resultExpressions = result, child = child)
-      case a: SortAggregateExec => a.copy(requiredChildDistributionExpressions = distribution,
-        aggregateExpressions = merging, aggregateAttributes = buffers, resultExpressions = result, child = child)
+      case a: HashAggregateExec => a.copy(
+          requiredChildDistributionExpressions = distribution,
+          aggregateExpressions = merging,
+          aggregateAttributes = buffers,
+          resultExpressions = result,
+          child = child)
+      case a: ObjectHashAggregateExec => a.copy(
+          requiredChildDistributionExpressions = distribution,
+          aggregateExpressions = merging,
+          aggregateAttributes = buffers,
+          resultExpressions = result,
+          child = child)
+      case a: SortAggregateExec => a.copy(
+          requiredChildDistributionExpressions = distribution,
+          aggregateExpressions = merging,
+          aggregateAttributes = buffers,
+          resultExpressions = result,
+          child = child)
       case other => throw new IllegalStateException(s"not a Spark aggregate: ${other.nodeName}")
     }
   }

@@ -10,6 +10,7 @@ import org.apache.spark.sql.execution.exchange.ReusedExchangeExec
  * adaptive execution reused still ran skewagg's operators.
  */
 object PlanNodes extends AdaptiveSparkPlanHelper {
+
   /** Every node of `plan`, top down, those below reused exchanges included. */
   def all(plan: SparkPlan): Seq[SparkPlan] = flatMap(plan) {
     case r: ReusedExchangeExec => r +: all(r.child)

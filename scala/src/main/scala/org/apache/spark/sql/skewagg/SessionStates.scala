@@ -6,6 +6,7 @@ import org.apache.spark.sql.internal.{SessionState, SQLConf}
 
 /** The session state behind the API-level session that extensions receive. */
 object SessionStates {
+
   /** On every supported line an extension's session is the classic one. */
   def of(session: SparkSession): SessionState =
     session.asInstanceOf[classic.SparkSession].sessionState

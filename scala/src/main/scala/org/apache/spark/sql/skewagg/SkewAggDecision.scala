@@ -8,11 +8,13 @@ import org.apache.spark.internal.config.ConfigEntry
  * what the rule saw: the numbers it rewrote on, the switch that stopped it, or why it refused.
  */
 sealed trait SkewAggDecision {
+
   /** One line of the explanation, e.g. "left alone by ...: switched off (KEY=false)." */
   def text: String
 }
 
 object SkewAggDecision {
+
   /** Rewritten by `rewrite`, with the numbers it decided on. */
   final case class Rewritten(rewrite: String) extends SkewAggDecision {
     override def text: String = s"rewritten: $rewrite"

@@ -2,16 +2,22 @@ package org.apache.spark.sql.skewagg.explain
 
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
-import org.apache.spark.sql.execution.{FileSourceScanExec, InputAdapter, SortExec, SparkPlan, WholeStageCodegenExec}
-import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AQEShuffleReadExec,
-  LogicalQueryStage, QueryStageExec, ShuffleQueryStageExec}
+import org.apache.spark.sql.execution.{
+  FileSourceScanExec, InputAdapter, SortExec, SparkPlan, WholeStageCodegenExec
+}
+import org.apache.spark.sql.execution.adaptive.{
+  AdaptiveSparkPlanExec, AQEShuffleReadExec, LogicalQueryStage, QueryStageExec,
+  ShuffleQueryStageExec
+}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{FusedAggregates, PartialAggregates, PlanNodes,
-  PlanningFallback, SkewAggAggregateExec, SkewAggConf, SkewAggDecision, SkewAggDecisions,
-  SkewAggHints, SkewAggLocalStageExec, SkewAggRewriteExec, SkewedPartitions}
+import org.apache.spark.sql.skewagg.{
+  FusedAggregates, PartialAggregates, PlanNodes, PlanningFallback, SkewAggAggregateExec,
+  SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
+  SkewAggRewriteExec, SkewedPartitions
+}
 
 /**
  * What skewagg decided for each aggregate of a query, in plain words with the numbers it used:
@@ -29,6 +35,7 @@ import org.apache.spark.sql.skewagg.{FusedAggregates, PartialAggregates, PlanNod
  * plan.
  */
 object SkewAggExplain {
+
   /** One paragraph per aggregate of `plan` (executed; for adaptive queries after they ran). */
   def explain(plan: SparkPlan): String = {
     val aggregates = nodes(plan).filter {
@@ -107,7 +114,7 @@ object SkewAggExplain {
       case a: BaseAggregateExec if PartialAggregates.isPartial(a) =>
         down(a.child).orElse(Some(a))
       case _: WholeStageCodegenExec | _: InputAdapter | _: AQEShuffleReadExec |
-           _: SkewAggLocalStageExec | _: ShuffleExchangeLike | _: SortExec =>
+          _: SkewAggLocalStageExec | _: ShuffleExchangeLike | _: SortExec =>
         down(plan.children.head)
       case s: QueryStageExec => down(s.plan)
       case r: ReusedExchangeExec => down(r.child)
@@ -175,7 +182,10 @@ object SkewAggExplain {
   }
 
   /** Why a partial aggregate was not rewritten, from what it reads. */
-  private def decideFromInput(partial: SparkPlan, conf: SQLConf, adaptiveNotRun: Boolean): String = {
+  private def decideFromInput(
+      partial: SparkPlan,
+      conf: SQLConf,
+      adaptiveNotRun: Boolean): String = {
     val input = inputOf(PartialAggregates.unwrap(partial).children.head)
     val shuffles: Seq[SparkPlan] = input match {
       case j: ShuffledJoin => j.children.map(inputOf)
@@ -230,15 +240,19 @@ object SkewAggExplain {
   }
 
   /** "not skewed: largest partition 3 is 1.4 MiB, 2x the median 700.0 KiB, below the floor". */
-  private def notSkewed(sizes: Array[Long], skew: SkewedPartitions, conf: SQLConf, what: String)
-      : String = {
+  private def notSkewed(
+      sizes: Array[Long],
+      skew: SkewedPartitions,
+      conf: SQLConf,
+      what: String): String = {
     val largest = sizes.indices.maxBy(sizes(_))
     val size = sizes(largest)
     val floor = conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
     val factor = conf.getConf(SkewAggConf.SKEW_FACTOR)
     val ratio = if (skew.medianSize > 0) f"${size.toDouble / skew.medianSize}%.1fx" else "n/a x"
     val why = if (size <= floor) {
-      s"below the ${SkewAggLocalStageExec.bytes(floor)} floor (${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key})"
+      s"below the ${SkewAggLocalStageExec.bytes(floor)} floor " +
+        s"(${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key})"
     } else {
       s"not more than ${factor}x the median (${SkewAggConf.SKEW_FACTOR.key})"
     }

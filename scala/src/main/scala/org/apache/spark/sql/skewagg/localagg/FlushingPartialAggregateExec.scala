@@ -2,10 +2,13 @@ package org.apache.spark.sql.skewagg.localagg
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, AttributeReference,
-  AttributeSet, BindReferences, Expression, GenericInternalRow, If, MutableProjection,
-  NamedExpression, UnsafeProjection, UnsafeRow, XxHash64}
-import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, DeclarativeAggregate, Partial}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute, AttributeMap, AttributeReference, AttributeSet, BindReferences, Expression,
+  GenericInternalRow, If, MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow, XxHash64
+}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{
+  AggregateExpression, DeclarativeAggregate, Partial
+}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.aggregate.{AggregationIterator, BaseAggregateExec}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
@@ -34,12 +37,12 @@ import org.apache.spark.sql.skewagg.{BottomPartialAggregateExec, SkewAggConf}
  * buckets (no allocation per key); a bucket is heavy when it holds at least `HeavyFactor` times
  * the batch's mean rows per bucket used.
  *
- * Relearning decides early, at a quarter of the map (`EarlyDecisionFraction`, when that is at
- * least `EarlyDecisionMinKeys` = 1024 keys), when the keys other than the heavy ones merged fewer
- * than `1 + (minReduction - 1) / EarlyReductionDivisor` (10) rows per key: for uniform keys such a quarter batch means the whole batch would reduce less than
- * `minReduction`, so its other three quarters would only cost map probes. The first batch of a
- * task always fills the map: keys that come in cycles longer than a quarter map (each customer
- * once per day, say) repeat only later.
+ * Relearning decides early, at a quarter of the map (`EarlyDecisionFraction`, when that is at least
+ * `EarlyDecisionMinKeys` = 1024 keys), when the keys other than the heavy ones merged fewer than
+ * `1 + (minReduction - 1) / EarlyReductionDivisor` (10) rows per key: for uniform keys such a
+ * quarter batch means the whole batch would reduce less than `minReduction`, so its other three
+ * quarters would only cost map probes. The first batch of a task always fills the map: keys that
+ * come in cycles longer than a quarter map (each customer once per day, say) repeat only later.
  *
  * Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
  * buffers), possibly with several rows per key, which the final aggregate merges.
@@ -67,12 +70,14 @@ case class FlushingPartialAggregateExec(
     "numInputRows" -> SQLMetrics.createMetric(sparkContext, "rows read"),
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "partial rows emitted"),
     "numFlushes" -> SQLMetrics.createMetric(sparkContext, "flushes of the key map"),
-    "numPassedThrough" -> SQLMetrics.createMetric(sparkContext,
+    "numPassedThrough" -> SQLMetrics.createMetric(
+      sparkContext,
       "rows passed through (reduction too low)"),
     "numLearnedRows" -> SQLMetrics.createMetric(sparkContext, "rows merged while learning"))
 
   /** The sketch of the keys emitted, with `sketchKeys` (registered when first read: driver). */
-  @transient lazy val emittedKeys: Option[DistinctHashes] = if (!sketchKeys) None else {
+  @transient lazy val emittedKeys: Option[DistinctHashes] = if (!sketchKeys) None
+  else {
     val sketch = new DistinctHashes
     sparkContext.register(sketch, "distinct keys emitted")
     Some(sketch)
@@ -91,11 +96,16 @@ case class FlushingPartialAggregateExec(
     s"FlushingPartialAggregate(keys=${groupingExpressions.map(_.name).mkString("[", ", ", "]")}, " +
       s"functions=${aggregateExpressions.map(_.toString).mkString("[", ", ", "]")}, " +
       s"capacity=$capacity" +
-      boundShuffleKeys.fold("")(_ => shuffleKeys.map(_.sql).mkString(", heavy by [", ", ", "]")) + ")"
+      boundShuffleKeys.fold("")(_ =>
+        shuffleKeys.map(_.sql).mkString(", heavy by [", ", ", "]")) + ")"
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val m = FlushingMetrics(longMetric("numInputRows"), longMetric("numOutputRows"),
-      longMetric("numFlushes"), longMetric("numPassedThrough"), longMetric("numLearnedRows"))
+    val m = FlushingMetrics(
+      longMetric("numInputRows"),
+      longMetric("numOutputRows"),
+      longMetric("numFlushes"),
+      longMetric("numPassedThrough"),
+      longMetric("numLearnedRows"))
     val input = child.output
     val shuffleKeysOfKey = boundShuffleKeys
     val sketch = emittedKeys
@@ -103,10 +113,19 @@ case class FlushingPartialAggregateExec(
     child.execute().mapPartitionsWithIndexInternal { (partIndex, rows) =>
       if (!rows.hasNext) Iterator.empty
       else {
-        val aggregated = new FlushingAggregationIterator(partIndex, groupingExpressions, input,
-          rows, aggregateExpressions, aggregateAttributes, resultExpressions,
-          MutableProjection.create(_, _), capacity, minReduction,
-          shuffleKeysOfKey.map(UnsafeProjection.create), m)
+        val aggregated = new FlushingAggregationIterator(
+          partIndex,
+          groupingExpressions,
+          input,
+          rows,
+          aggregateExpressions,
+          aggregateAttributes,
+          resultExpressions,
+          MutableProjection.create(_, _),
+          capacity,
+          minReduction,
+          shuffleKeysOfKey.map(UnsafeProjection.create),
+          m)
         sketch.fold[Iterator[InternalRow]](aggregated) { s =>
           val hash = UnsafeProjection.create(Seq(keyHash), output)
           aggregated.map { row => s.add(hash(row).getLong(0)); row }
@@ -159,15 +178,23 @@ object FlushingPartialAggregateExec {
       partial: BaseAggregateExec,
       shuffleKeys: Seq[Expression],
       sketchKeys: Boolean = false): FlushingPartialAggregateExec =
-    FlushingPartialAggregateExec(partial.groupingExpressions, partial.aggregateExpressions,
-      partial.aggregateAttributes, partial.resultExpressions,
+    FlushingPartialAggregateExec(
+      partial.groupingExpressions,
+      partial.aggregateExpressions,
+      partial.aggregateAttributes,
+      partial.resultExpressions,
       SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
-      SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION), shuffleKeys, sketchKeys,
+      SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION),
+      shuffleKeys,
+      sketchKeys,
       partial.child)
 }
 
 private case class FlushingMetrics(
-    rowsIn: SQLMetric, rowsOut: SQLMetric, flushes: SQLMetric, passedThrough: SQLMetric,
+    rowsIn: SQLMetric,
+    rowsOut: SQLMetric,
+    flushes: SQLMetric,
+    passedThrough: SQLMetric,
     learned: SQLMetric)
 
 /** Per task: the map, the flushes and the pass-through mode of [[FlushingPartialAggregateExec]]. */
@@ -184,8 +211,15 @@ private class FlushingAggregationIterator(
     minReduction: Double,
     shuffleKeyOf: Option[UnsafeProjection],
     metrics: FlushingMetrics)
-  extends AggregationIterator(partIndex, groupingExpressions, inputAttributes,
-    aggregateExpressions, aggregateAttributes, 0, resultExpressions, newMutableProjection) {
+    extends AggregationIterator(
+      partIndex,
+      groupingExpressions,
+      inputAttributes,
+      aggregateExpressions,
+      aggregateAttributes,
+      0,
+      resultExpressions,
+      newMutableProjection) {
   import FlushingPartialAggregateExec._
 
   private[this] val FlushingMetrics(rowsIn, rowsOut, flushes, passedThrough, learned) = metrics
@@ -201,7 +235,8 @@ private class FlushingAggregationIterator(
     else null
 
   private def newBuffer(): InternalRow = {
-    val buffer = if (unsafeBuffers) emptyUnsafeBuffer.copy() else new GenericInternalRow(bufferTypes.length)
+    val buffer =
+      if (unsafeBuffers) emptyUnsafeBuffer.copy() else new GenericInternalRow(bufferTypes.length)
     initializeBuffer(buffer)
     buffer
   }
@@ -219,7 +254,8 @@ private class FlushingAggregationIterator(
       val buffers = declarative.flatMap { case (ae, d) =>
         val initial = AttributeMap(d.aggBufferAttributes.zip(d.initialValues))
         d.updateExpressions.zip(d.initialValues).map { case (update, init) =>
-          val once = update.transform { case a: AttributeReference if initial.contains(a) => initial(a) }
+          val once =
+            update.transform { case a: AttributeReference if initial.contains(a) => initial(a) }
           ae.filter.map(f => If(f, once, init)).getOrElse(once)
         }
       }
@@ -236,8 +272,10 @@ private class FlushingAggregationIterator(
   private[this] var learning = true
   private[this] var rowsSinceFlush = 0L
   private[this] var rowsUntilLearning = 0L
+
   /** Rows passed through before learning again: doubles while relearning finds the same. */
   private[this] var relearnAfter = FirstRelearnCapacities * capacity
+
   /** The map size at which a relearning batch may decide early (0: never). */
   private[this] val earlyDecisionAt = {
     val at = capacity / EarlyDecisionFraction
@@ -311,7 +349,7 @@ private class FlushingAggregationIterator(
       map.put(row, e)
       rowsSinceFlush += 1
       if (relearning && map.size == earlyDecisionAt &&
-          restReduction(heavyThreshold) < earlyMaxReduction) {
+        restReduction(heavyThreshold) < earlyMaxReduction) {
         flush(null, passThroughNext = true)
       }
       false
@@ -394,7 +432,7 @@ private class FlushingAggregationIterator(
         val c = emitted.cursor()
         while (c.advance()) {
           if (c.value.rows >= heavy || !heavyBucket.isInfinite &&
-              rowsPerShuffleBucket(shuffleBucket(c.key)) >= heavyBucket) {
+            rowsPerShuffleBucket(shuffleBucket(c.key)) >= heavyBucket) {
             add(c.key)
           }
         }

@@ -1,13 +1,20 @@
 package org.apache.spark.sql.skewagg.localagg
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeSet, ExpressionSet,
-  NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{
+  Alias, Attribute, AttributeSet, ExpressionSet, NamedExpression
+}
 import org.apache.spark.sql.catalyst.expressions.PythonUDAF
 import org.apache.spark.sql.catalyst.planning.{ExtractEquiJoinKeys, PhysicalAggregation}
-import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
-import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, TypedImperativeAggregate}
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, BROADCAST, Join, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.plans.{
+  Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter
+}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{
+  AggregateExpression, TypedImperativeAggregate
+}
+import org.apache.spark.sql.catalyst.plans.logical.{
+  Aggregate, BROADCAST, Join, LogicalPlan, Project
+}
 import org.apache.spark.sql.execution.{PlanLater, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.adaptive.LogicalQueryStage
 import org.apache.spark.sql.internal.SQLConf
@@ -66,14 +73,18 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
   private def conf: SQLConf = SQLConf.get
 
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case agg: Aggregate if SkewAggConf.enabled(conf) && !agg.isStreaming &&
-        !SkewAggHints.forbidden(agg) =>
+    case agg: Aggregate
+        if SkewAggConf.enabled(conf) && !agg.isStreaming &&
+          !SkewAggHints.forbidden(agg) =>
       if (conf.getConf(SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED)) {
         rewrite(agg, forced = SkewAggHints.forced(agg)).toSeq
       } else {
         if (wouldConsider(agg)) {
-          SkewAggDecisions.record(agg, SwitchedOff("no local aggregation before the join",
-            SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED))
+          SkewAggDecisions.record(
+            agg,
+            SwitchedOff(
+              "no local aggregation before the join",
+              SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED))
         }
         Nil
       }
@@ -95,8 +106,10 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         if grouping.nonEmpty && grouping.forall(columnOrConstant) &&
           aggregates.nonEmpty && aggregates.forall(_.deterministic) &&
           !aggregates.exists(_.aggregateFunction.isInstanceOf[PythonUDAF]) &&
-          (forced || !aggregates.exists(_.aggregateFunction.isInstanceOf[TypedImperativeAggregate[_]])) &&
-          (aggregates.forall(a => a.isDistinct && a.filter.isEmpty) || !aggregates.exists(_.isDistinct)) =>
+          (forced || !aggregates.exists(
+            _.aggregateFunction.isInstanceOf[TypedImperativeAggregate[_]])) &&
+          (aggregates.forall(a => a.isDistinct && a.filter.isEmpty) || !aggregates.exists(
+            _.isDistinct)) =>
       val distinctOnly = aggregates.forall(_.isDistinct)
       for {
         (join, projected) <- joinBelow(agg.child)
@@ -111,9 +124,16 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         if distinctOnly || !drops || !refusedAsFailing(agg, aggs, forced)
         s = if (side == "left") join.left else join.right
         conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
-        keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
+        keys =
+          (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
         if forced || !refusedAsUnique(agg, s, keys)
-        local <- localSide(agg, aggs, keys, projected, s, flushing = !forced,
+        local <- localSide(
+          agg,
+          aggs,
+          keys,
+          projected,
+          s,
+          flushing = !forced,
           shuffleKeys = if (shuffled(join)) joinKeysOf(join, side) else Nil)
         newJoin = if (side == "left") join.copy(left = local) else join.copy(right = local)
         planned <- plan(agg, newJoin, local, distinctOnly, grouping, aggs, result)
@@ -208,11 +228,13 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       case _ => false
     }))
     if (wide.nonEmpty) {
-      SkewAggDecisions.record(agg, Refused(s"the partial buffers of " +
-        s"${wide.map(_.sql).mkString(", ")} hold decimals of more than " +
-        s"${Decimal.MAX_LONG_DIGITS} digits, which cost a BigDecimal per row passed on before " +
-        "the join, more than aggregating before it saves unless keys repeat within a task " +
-        "(the SKEW_AGG hint aggregates anyway)."))
+      SkewAggDecisions.record(
+        agg,
+        Refused(s"the partial buffers of " +
+          s"${wide.map(_.sql).mkString(", ")} hold decimals of more than " +
+          s"${Decimal.MAX_LONG_DIGITS} digits, which cost a BigDecimal per row passed on before " +
+          "the join, more than aggregating before it saves unless keys repeat within a task " +
+          "(the SKEW_AGG hint aggregates anyway)."))
     }
     wide.nonEmpty
   }
@@ -228,8 +250,10 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       forced: Boolean): Boolean = {
     val failing = aggregates.flatMap(RowFailures.of(_, trustUserCode = forced))
     if (failing.nonEmpty) {
-      SkewAggDecisions.record(agg, Refused(s"${failing.mkString(", ")} may fail on some " +
-        "rows, and aggregating before the join would also evaluate it on rows the join drops."))
+      SkewAggDecisions.record(
+        agg,
+        Refused(s"${failing.mkString(", ")} may fail on some " +
+          "rows, and aggregating before the join would also evaluate it on rows the join drops."))
     }
     failing.nonEmpty
   }
@@ -293,7 +317,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
     val threshold = conf.autoBroadcastJoinThreshold
     def large(p: LogicalPlan) = threshold < 0 || p.stats.sizeInBytes > threshold
     join.condition.isDefined && large(join.left) && large(join.right) &&
-      !Seq(join.hint.leftHint, join.hint.rightHint).flatten.exists(_.strategy.contains(BROADCAST))
+    !Seq(join.hint.leftHint, join.hint.rightHint).flatten.exists(_.strategy.contains(BROADCAST))
   }
 
   /** "left" or "right": the side whose rows the aggregate functions read, when that is exact. */

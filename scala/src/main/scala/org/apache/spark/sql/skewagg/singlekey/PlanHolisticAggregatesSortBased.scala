@@ -1,7 +1,9 @@
 package org.apache.spark.sql.skewagg.singlekey
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression, NamedExpression, RowOrdering, VirtualColumn}
+import org.apache.spark.sql.catalyst.expressions.{
+  AttributeSet, Expression, NamedExpression, RowOrdering, VirtualColumn
+}
 import org.apache.spark.sql.catalyst.expressions.aggregate._
 import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
@@ -9,8 +11,9 @@ import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.ScalaAggregator
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf, SkewAggDecision,
-  SkewAggDecisions, SkewAggHints}
+import org.apache.spark.sql.skewagg.{
+  PartialAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints
+}
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotDone, SwitchedOff}
 import org.apache.spark.sql.types._
 
@@ -52,11 +55,12 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
       if (agg.conf.getConf(SkewAggConf.SINGLE_KEY_ENABLED)) planned(agg).toSeq
       else {
         if (agg.aggregateExpressions.exists(_.exists {
-              case a: AggregateExpression => isHolistic(a.aggregateFunction)
-              case _ => false
-            })) {
-          SkewAggDecisions.record(agg, SwitchedOff("not one key at a time",
-            SkewAggConf.SINGLE_KEY_ENABLED))
+            case a: AggregateExpression => isHolistic(a.aggregateFunction)
+            case _ => false
+          })) {
+          SkewAggDecisions.record(
+            agg,
+            SwitchedOff("not one key at a time", SkewAggConf.SINGLE_KEY_ENABLED))
         }
         Nil
       }
@@ -106,8 +110,9 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
           } ||
           grouping.exists(_.references.exists(_.name == VirtualColumn.groupingIdName)) ||
           // Keys are compared as binary rows: collated strings (equal but not byte-equal) refused.
-          !grouping.forall(g => RowOrdering.isOrderable(g.dataType) &&
-            UnsafeRowUtils.isBinaryStable(g.dataType)) ||
+          !grouping.forall(g =>
+            RowOrdering.isOrderable(g.dataType) &&
+              UnsafeRowUtils.isBinaryStable(g.dataType)) ||
           !sortValue.forall(v => RowOrdering.isOrderable(v.dataType))
       if (refuse) None else Some(build(grouping, aggregates, results, sortValue, child, agg.conf))
     case _ => None
@@ -118,18 +123,23 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
    * Aggregators are opted in. A collect function present needs the collect setting (the order
    * of the lists changes), and one of the two kinds must be present and opted in.
    */
-  private def optedIn(agg: Aggregate, functions: Seq[AggregateFunction], conf: SQLConf)
-      : Boolean = {
+  private def optedIn(agg: Aggregate, functions: Seq[AggregateFunction], conf: SQLConf): Boolean = {
     val collects = functions.exists { case _: CollectList | _: CollectSet => true; case _ => false }
     val typed = functions.exists(_.isInstanceOf[ScalaAggregator[_, _, _]])
     val collect = SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_COLLECT_ENABLED)
     val typedOn = SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED)
     if (collects && !collect) {
-      SkewAggDecisions.record(agg, SwitchedOff("collect_list / collect_set not one key at a time",
-        SkewAggConf.SINGLE_KEY_COLLECT_ENABLED))
+      SkewAggDecisions.record(
+        agg,
+        SwitchedOff(
+          "collect_list / collect_set not one key at a time",
+          SkewAggConf.SINGLE_KEY_COLLECT_ENABLED))
     } else if (!collects && typed && !typedOn) {
-      SkewAggDecisions.record(agg, SwitchedOff("typed Aggregators not one key at a time",
-        SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED))
+      SkewAggDecisions.record(
+        agg,
+        SwitchedOff(
+          "typed Aggregators not one key at a time",
+          SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED))
     }
     (!collects || collect) && (collects || (typed && typedOn))
   }
@@ -147,20 +157,35 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
     val read = AttributeSet(aggregates.flatMap(_.references))
     val valueColumns = child.output.filter(a => read.contains(a) && !keyColumns.contains(a))
     // Keys normalized as Spark's Aggregation strategy does: -0.0/0.0 and NaNs are one key.
-    val projected = ProjectExec(PartialAggregates.normalizedKeys(grouping) ++ valueColumns,
-      planLater(child))
+    val projected =
+      ProjectExec(PartialAggregates.normalizedKeys(grouping) ++ valueColumns, planLater(child))
 
     val inMemoryRows = conf.getConf(SkewAggConf.SINGLE_KEY_BUFFER_IN_MEMORY_ROWS)
     val spillRows = conf.getConf(SkewAggConf.SINGLE_KEY_BUFFER_SPILL_ROWS)
     val complete = aggregates.map { a =>
       val function = a.aggregateFunction match {
         case p: Percentile =>
-          SortedRunPercentile(p.child, p.percentageExpression, p.frequencyExpression,
-            PercentileKind.Continuous, p.reverse, p.dataType, inMemoryRows, spillRows)
+          SortedRunPercentile(
+            p.child,
+            p.percentageExpression,
+            p.frequencyExpression,
+            PercentileKind.Continuous,
+            p.reverse,
+            p.dataType,
+            inMemoryRows,
+            spillRows)
         case p: PercentileDisc =>
-          val kind = if (p.legacyCalculation) PercentileKind.LegacyDiscrete else PercentileKind.Discrete
-          SortedRunPercentile(p.child, p.percentageExpression, p.frequencyExpression,
-            kind, p.reverse, p.dataType, inMemoryRows, spillRows)
+          val kind =
+            if (p.legacyCalculation) PercentileKind.LegacyDiscrete else PercentileKind.Discrete
+          SortedRunPercentile(
+            p.child,
+            p.percentageExpression,
+            p.frequencyExpression,
+            kind,
+            p.reverse,
+            p.dataType,
+            inMemoryRows,
+            spillRows)
         case m: Mode => SortedRunMode(m.child, m.reverseOpt)
         case other => other
       }
@@ -169,9 +194,21 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
     val attributes = complete.map(_.resultAttribute)
     splitRefusal(complete, child, conf) match {
       case None => HotKeySplitAggregateExec(
-        groupingAttributes, complete, attributes, results, sortValue.get, projected)
-      case Some(refusal) => SkewAggDecisions.record(SingleKeyAggregateExec(
-        groupingAttributes, complete, attributes, results, sortValue, projected), refusal)
+          groupingAttributes,
+          complete,
+          attributes,
+          results,
+          sortValue.get,
+          projected)
+      case Some(refusal) => SkewAggDecisions.record(
+          SingleKeyAggregateExec(
+            groupingAttributes,
+            complete,
+            attributes,
+            results,
+            sortValue,
+            projected),
+          refusal)
     }
   }
 

@@ -13,7 +13,9 @@ final case class SplitRanks(held: IndexedSeq[Long]) {
 
   def total: Long = offsets.last
 
-  /** The split holding key-wide `rank`: the last one starting at or below it (empty ones skipped). */
+  /**
+   * The split holding key-wide `rank`: the last one starting at or below it (empty ones skipped).
+   */
   def splitOf(rank: Long): Int = math.min(offsets.lastIndexWhere(_ <= rank), held.size - 1)
 
   /** Per split, the ranks within it (ascending) of the key-wide `ranks` it holds. */

@@ -8,8 +8,10 @@ import org.apache.spark.sql.execution.adaptive.{OptimizeSkewedJoin, ShuffleQuery
 import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, EnsureRequirements}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecision,
-  SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec, SkewedPartitions}
+import org.apache.spark.sql.skewagg.{
+  FusedAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints,
+  SkewAggLocalStageExec, SkewedPartitions
+}
 import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
 
 /**
@@ -43,9 +45,10 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     if (!SkewAggConf.enabled(conf)) return plan
     if (!conf.getConf(SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)) {
       return FusedAggregates.splitWhere(plan, isCandidate) { split =>
-        split.foreach(p => if (isCandidate(p)) {
-          SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.switchedOff)
-        })
+        split.foreach(p =>
+          if (isCandidate(p)) {
+            SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.switchedOff)
+          })
         split
       }
     }
@@ -57,7 +60,8 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     if (!costModelAccepts) {
       SplitSkewedJoinBelowAggregate.warnCostModelOnce()
       plan.foreach(p =>
-        if (isCandidate(p)) SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
+        if (isCandidate(p))
+          SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
       return plan
     }
     withCheapExchanges(plan, minAdded = 0)(_.transformDown {
@@ -69,7 +73,8 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
         } else {
           val skew = joinBelow(partial.children.head).toSeq.flatMap(_.children).flatMap(skewOf)
             .maxBy(_.skewed.map(_._2).max)
-          SkewAggLocalStageExec.mark(split,
+          SkewAggLocalStageExec.mark(
+            split,
             "skew split of the join below the aggregate: " +
               SkewAggLocalStageExec.describe("partition", skew),
             skew.skewed.size)
@@ -94,8 +99,9 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
   /** The skewed partitions of a materialized join input stage, if it has any. */
   private def skewOf(plan: SparkPlan): Option[SkewedPartitions] = plan match {
     case s: SortExec => skewOf(s.child)
-    case s: ShuffleQueryStageExec if s.isMaterialized && s.mapStats.isDefined &&
-        s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
+    case s: ShuffleQueryStageExec
+        if s.isMaterialized && s.mapStats.isDefined &&
+          s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
       Some(SkewedPartitions.find(s.mapStats.get.bytesByPartitionId, conf)).filter(_.nonEmpty)
     case _ => None
   }
@@ -104,11 +110,15 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
   private def splitJoinBelow(partial: SparkPlan): SparkPlan = {
     val thresholds = conf.clone()
     thresholds.setConf(SQLConf.SKEW_JOIN_ENABLED, true)
-    thresholds.setConf(SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR, conf.getConf(SkewAggConf.SKEW_FACTOR))
-    thresholds.setConf(SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD,
+    thresholds.setConf(
+      SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR,
+      conf.getConf(SkewAggConf.SKEW_FACTOR))
+    thresholds.setConf(
+      SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD,
       conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
     // Spark splits into pieces of max(advisory size, average non-skewed partition).
-    thresholds.setConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES,
+    thresholds.setConf(
+      SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES,
       conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE))
     // The subtree under a partial aggregate has no distribution requirement, so Spark's rule
     // accepts the split without forcing; the exchange above the partial is added by the caller.

@@ -5,10 +5,16 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShufflePartitionsUtil, ShuffleQueryStageExec}
-import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec}
-import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints,
-  SkewAggLocalStageExec, SkewedPartitions}
+import org.apache.spark.sql.execution.adaptive.{
+  AQEShuffleReadExec, ShufflePartitionsUtil, ShuffleQueryStageExec
+}
+import org.apache.spark.sql.execution.exchange.{
+  REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec
+}
+import org.apache.spark.sql.skewagg.{
+  FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
+  SkewedPartitions
+}
 import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
 
 /**
@@ -20,12 +26,12 @@ import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
  * keys, with the final aggregate in the same stage, where the shuffle has skewed partitions by
  * skewagg's thresholds: the task holding the hot key runs its partial and final aggregation.
  *
- * Produces: the skewed partitions read in map-output ranges by several tasks (as Spark's skew
- * join reads them), the partial aggregate on each, and an exchange of the partial results with
- * the user's own partitioning (same expressions, partition count and shuffle origin) before the
- * final aggregate, so the output is partitioned exactly as the user asked. Where the partials
- * already feed an exchange (multiple DISTINCTs expand before aggregating), only the read is split. Nothing changes when
- * no partition is skewed, so uniform data runs Spark's plan.
+ * Produces: the skewed partitions read in map-output ranges by several tasks (as Spark's skew join
+ * reads them), the partial aggregate on each, and an exchange of the partial results with the
+ * user's own partitioning (same expressions, partition count and shuffle origin) before the final
+ * aggregate, so the output is partitioned exactly as the user asked. Where the partials already
+ * feed an exchange (multiple DISTINCTs expand before aggregating), only the read is split. Nothing
+ * changes when no partition is skewed, so uniform data runs Spark's plan.
  *
  * Refuses when skewagg or `spark.skewagg.repartition.enabled` is off, the aggregate has the
  * NO_SKEW_AGG hint, the repartition hashes on anything but grouping attributes, or no skewed
@@ -39,10 +45,14 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     if (!SkewAggConf.enabled(conf)) return plan
     if (!conf.getConf(SkewAggConf.REPARTITION_ENABLED)) {
       return FusedAggregates.splitWhere(plan, isCandidate) { split =>
-        split.foreach(p => if (isCandidate(p) && userStageBelow(p).exists(skewed)) {
-          SkewAggDecisions.record(p, SwitchedOff("no split read of the skewed repartition below",
-            SkewAggConf.REPARTITION_ENABLED))
-        })
+        split.foreach(p =>
+          if (isCandidate(p) && userStageBelow(p).exists(skewed)) {
+            SkewAggDecisions.record(
+              p,
+              SwitchedOff(
+                "no split read of the skewed repartition below",
+                SkewAggConf.REPARTITION_ENABLED))
+          })
         split
       }
     }
@@ -63,16 +73,20 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
                 h.copy(numPartitions = cheapExchangePartitions(h.numPartitions))
               case other => other
             }
-            ShuffleExchangeExec(partitioning, local,
-              stage.shuffle.shuffleOrigin, stage.shuffle.advisoryPartitionSize)
+            ShuffleExchangeExec(
+              partitioning,
+              local,
+              stage.shuffle.shuffleOrigin,
+              stage.shuffle.advisoryPartitionSize)
           }
         }.getOrElse(partial)
     })
   }
 
   private def isCandidate(plan: SparkPlan): Boolean = plan match {
-    case partial if isBottomPartial(partial) && partial.children.size == 1 &&
-        !SkewAggHints.forbidden(partial) => userStageBelow(partial).isDefined
+    case partial
+        if isBottomPartial(partial) && partial.children.size == 1 &&
+          !SkewAggHints.forbidden(partial) => userStageBelow(partial).isDefined
     case _ => false
   }
 
@@ -81,18 +95,19 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
 
   private def userStageBelow(partial: SparkPlan): Option[ShuffleQueryStageExec] =
     belowRowLocal(partial.children.head) match {
-      case s: ShuffleQueryStageExec if s.isMaterialized && s.mapStats.isDefined &&
-          (s.shuffle.shuffleOrigin == REPARTITION_BY_COL ||
-            s.shuffle.shuffleOrigin == REPARTITION_BY_NUM) &&
-          keysAreGroupingAttributes(partial, s) => Some(s)
+      case s: ShuffleQueryStageExec
+          if s.isMaterialized && s.mapStats.isDefined &&
+            (s.shuffle.shuffleOrigin == REPARTITION_BY_COL ||
+              s.shuffle.shuffleOrigin == REPARTITION_BY_NUM) &&
+            keysAreGroupingAttributes(partial, s) => Some(s)
       case _ => None
     }
 
   private def keysAreGroupingAttributes(partial: SparkPlan, s: ShuffleQueryStageExec): Boolean =
     (unwrap(partial), s.shuffle.outputPartitioning) match {
-      case (agg: BaseAggregateExec,
-            HashPartitioning(expressions, _)) =>
-        expressions.flatMap(_.references).forall(a => agg.groupingExpressions.exists(_.exprId == a.exprId))
+      case (agg: BaseAggregateExec, HashPartitioning(expressions, _)) =>
+        expressions.flatMap(_.references).forall(a =>
+          agg.groupingExpressions.exists(_.exprId == a.exprId))
       case _ => false
     }
 
@@ -114,13 +129,16 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
       }
     }
     if (splits == 0) {
-      SkewAggDecisions.record(partial, Refused("the repartition is skewed, but one map task " +
-        "wrote each skewed partition, so it cannot be read in splits."))
+      SkewAggDecisions.record(
+        partial,
+        Refused("the repartition is skewed, but one map task " +
+          "wrote each skewed partition, so it cannot be read in splits."))
       return None
     }
     val read = AQEShuffleReadExec(stage, specs)
     val splitPartial = partial.transformUp { case s: ShuffleQueryStageExec if s eq stage => read }
-    Some(SkewAggLocalStageExec.mark(splitPartial,
+    Some(SkewAggLocalStageExec.mark(
+      splitPartial,
       "skewed repartition read in splits: " + SkewAggLocalStageExec.describe("partition", skew),
       skew.skewed.size))
   }

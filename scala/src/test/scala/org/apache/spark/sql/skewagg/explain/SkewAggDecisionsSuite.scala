@@ -11,11 +11,13 @@ import org.apache.spark.sql.skewagg.SkewTestData._
 class SkewAggDecisionsSuite extends SkewAggSuiteBase {
 
   private val adaptiveOn = SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"
+
   /**
    * Local aggregation before a join or a user repartition would take the skew away first: off,
    * except where said.
    */
-  private val base = conf ++ Seq(adaptiveOn,
+  private val base = conf ++ Seq(
+    adaptiveOn,
     SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false",
     SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false")
 
@@ -32,7 +34,9 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     withSQLConf(base: _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("aggregate 1: group by [k] computing [sum(v)]"), text)
-      assert(text.contains("rewritten: skew split of the join below the aggregate: partition"), text)
+      assert(
+        text.contains("rewritten: skew split of the join below the aggregate: partition"),
+        text)
       assert(text.contains("the median"), text)
     }
   }
@@ -48,15 +52,18 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     withSQLConf(base: _*) {
       val uniform = fact(spark, skewed = false).join(dim(spark), "k").groupBy("k").agg(sum("v"))
       val text = explainAfterRun(uniform)
-      assert(text.contains("not skewed: in the join's input shuffles below, the largest partition"), text)
+      assert(
+        text.contains("not skewed: in the join's input shuffles below, the largest partition"),
+        text)
       assert(text.contains("not more than 5.0x the median (spark.skewagg.skew.factor)"), text)
     }
     withSQLConf(base ++ Seq(SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "16MB"): _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("below the 16.0 MiB floor (spark.skewagg.skew.minPartitionSize)"), text)
     }
-    withSQLConf(base ++ Seq(SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "0",
-        SkewAggConf.SKEW_FACTOR.key -> "1000"): _*) {
+    withSQLConf(base ++ Seq(
+      SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "0",
+      SkewAggConf.SKEW_FACTOR.key -> "1000"): _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("not more than 1000.0x the median (spark.skewagg.skew.factor)"), text)
     }
@@ -76,10 +83,13 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
 
   test("left alone under Spark's default cost model: recorded by the rule, naming the setting") {
     withSQLConf(base ++ Seq(
-        SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key -> null): _*) {
+      SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key -> null): _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("Spark's default adaptive cost model rejects"), text)
-      assert(text.contains("spark.sql.adaptive.customCostEvaluatorClass=io.skewagg.SkewAggCostEvaluator"), text)
+      assert(
+        text.contains(
+          "spark.sql.adaptive.customCostEvaluatorClass=io.skewagg.SkewAggCostEvaluator"),
+        text)
     }
   }
 
@@ -88,11 +98,14 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
       val outer = fact(spark, skewed = true).join(dim(spark), Seq("k"), "right_outer")
         .groupBy("k").agg(sum("v"))
       val text = explainAfterRun(outer)
-      assert(text.contains("the skewed partition is on a side the join type does not let Spark " +
-        "split"), text)
+      assert(
+        text.contains("the skewed partition is on a side the join type does not let Spark " +
+          "split"),
+        text)
       // One map task (a single-partition range) writes the whole repartition.
       val oneWriter = spark.range(0, 20000, 1, 1)
-        .select(when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") % 1000).as("k"),
+        .select(
+          when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") % 1000).as("k"),
           col("id").as("v"))
         .repartition(col("k")).groupBy("k").agg(sum("v"))
       val text2 = explainAfterRun(oneWriter)
@@ -142,20 +155,25 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
   test("a percentile query unsplit: under minKeyRows, or the split switched off") {
     withSQLConf(base: _*) {
       val text = explainAfterRun(percentileQuery())
-      assert(text.contains(oneKeyAtATime + "; no hot key split: the largest key estimated at"),
+      assert(
+        text.contains(oneKeyAtATime + "; no hot key split: the largest key estimated at"),
         text)
       assert(text.contains("under spark.skewagg.singleKey.split.minKeyRows=1000000"), text)
     }
     withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_SPLIT_ENABLED.key -> "false"): _*) {
       val text = explainAfterRun(percentileQuery())
       assert(text.contains(oneKeyAtATime), text)
-      assert(text.contains("hot keys not split by value: switched off " +
-        "(spark.skewagg.singleKey.split.enabled=false)."), text)
+      assert(
+        text.contains("hot keys not split by value: switched off " +
+          "(spark.skewagg.singleKey.split.enabled=false)."),
+        text)
     }
     withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_ENABLED.key -> "false"): _*) {
       val text = explainAfterRun(percentileQuery())
-      assert(text.contains("not one key at a time: switched off " +
-        "(spark.skewagg.singleKey.enabled=false)."), text)
+      assert(
+        text.contains("not one key at a time: switched off " +
+          "(spark.skewagg.singleKey.enabled=false)."),
+        text)
     }
   }
 
@@ -164,8 +182,10 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
       val filtered = fact(spark, skewed = true).groupBy("k")
         .agg(expr("percentile(v, 0.5) FILTER (WHERE i > 0)"))
       val text = explainAfterRun(filtered)
-      assert(text.contains("hot keys not split by value: percentile with FILTER need all of a " +
-        "key's rows in one task"), text)
+      assert(
+        text.contains("hot keys not split by value: percentile with FILTER need all of a " +
+          "key's rows in one task"),
+        text)
       val random = fact(spark, skewed = true).withColumn("v", col("v") + rand(1))
         .groupBy("k").agg(percentile(col("v"), lit(0.5)))
       val text2 = explainAfterRun(random)
@@ -182,8 +202,10 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
       assert(text.contains("hot keys not split by value: only percentiles are split"), text)
       val collect = fact(spark, skewed = true).groupBy("k").agg(collect_list("i"))
       val text2 = explainAfterRun(collect)
-      assert(text2.contains("collect_list / collect_set not one key at a time: switched off " +
-        "(spark.skewagg.singleKey.collect.enabled=false)."), text2)
+      assert(
+        text2.contains("collect_list / collect_set not one key at a time: switched off " +
+          "(spark.skewagg.singleKey.collect.enabled=false)."),
+        text2)
     }
     withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_COLLECT_ENABLED.key -> "true"): _*) {
       val collect = fact(spark, skewed = true).groupBy("k").agg(collect_list("i"))
@@ -198,10 +220,14 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     // Both off: each rule that would have rewritten it says so.
     withSQLConf(base :+ (SkewAggConf.JOIN_SKEW_SPLIT_ENABLED.key -> "false"): _*) {
       val text = explainAfterRun(skewedJoinAgg())
-      assert(text.contains("no skew split of the join below: switched off " +
-        "(spark.skewagg.join.skewSplit.enabled=false)."), text)
-      assert(text.contains("no local aggregation before the join: switched off " +
-        "(spark.skewagg.join.localAggregate.enabled=false)."), text)
+      assert(
+        text.contains("no skew split of the join below: switched off " +
+          "(spark.skewagg.join.skewSplit.enabled=false)."),
+        text)
+      assert(
+        text.contains("no local aggregation before the join: switched off " +
+          "(spark.skewagg.join.localAggregate.enabled=false)."),
+        text)
       assert(!text.contains("rewritten"), text)
     }
     // Local aggregation off: the skew split rewrites it, and the switched-off rule is named.
@@ -221,14 +247,16 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     withSQLConf(base :+ (SkewAggConf.REPARTITION_ENABLED.key -> "false"): _*) {
       val q = fact(spark, skewed = true).repartition(col("k")).groupBy("k").agg(sum("v"))
       val text = explainAfterRun(q)
-      assert(text.contains("no split read of the skewed repartition below: switched off " +
-        "(spark.skewagg.repartition.enabled=false)."), text)
+      assert(
+        text.contains("no split read of the skewed repartition below: switched off " +
+          "(spark.skewagg.repartition.enabled=false)."),
+        text)
     }
   }
 
   test("EXPLAIN EXTENDED shows the same text through spark.sql.extendedExplainProviders") {
     withSQLConf(base ++ Seq(
-        "spark.sql.extendedExplainProviders" -> "io.skewagg.SkewAggExplainGenerator"): _*) {
+      "spark.sql.extendedExplainProviders" -> "io.skewagg.SkewAggExplainGenerator"): _*) {
       val df = skewedJoinAgg()
       df.collect()
       val text = df.queryExecution.toString

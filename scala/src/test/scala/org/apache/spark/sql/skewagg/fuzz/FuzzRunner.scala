@@ -13,7 +13,10 @@ import org.apache.spark.sql.skewagg.{SharedSkewAggSession, SkewAggConf}
  * What running one case found: a failure, the skewagg rewrites in its plan (names of
  * [[FuzzRunner.Rewrites]]), and the error both runs failed with, if any.
  */
-case class FuzzOutcome(fuzzCase: FuzzCase, failure: Option[String], rewrites: Set[String],
+case class FuzzOutcome(
+    fuzzCase: FuzzCase,
+    failure: Option[String],
+    rewrites: Set[String],
     error: Option[String]) {
   def rewritten: Boolean = rewrites.nonEmpty
 }
@@ -30,7 +33,9 @@ private case class Attempt(result: Either[String, Seq[Row]], plan: Option[SparkP
  */
 object FuzzRunner {
 
-  def run(spark: SparkSession, c: FuzzCase,
+  def run(
+      spark: SparkSession,
+      c: FuzzCase,
       vanilla: SparkSession = SharedSkewAggSession.vanilla): FuzzOutcome = {
     val fallbacksBefore = PlanningFallback.count
     val (off, on) = withCase(spark, c) {
@@ -63,7 +68,9 @@ object FuzzRunner {
       c.setup.foreach(spark.sql)
       body
     } finally {
-      c.cleanup.foreach(s => try spark.sql(s) catch { case NonFatal(_) => })
+      c.cleanup.foreach(s =>
+        try spark.sql(s)
+        catch { case NonFatal(_) => })
       saved.foreach {
         case (k, Some(v)) => conf.set(k, v)
         case (k, None) => conf.unset(k)
@@ -82,8 +89,10 @@ object FuzzRunner {
     PlanNodes.all(plan).exists(_.isInstanceOf[EmptyRelationExec])
 
   /** A description of the difference when vanilla Spark plans the case other than `plan`. */
-  private def differsFromVanilla(vanilla: SparkSession, c: FuzzCase, plan: SparkPlan)
-      : Option[String] = {
+  private def differsFromVanilla(
+      vanilla: SparkSession,
+      c: FuzzCase,
+      plan: SparkPlan): Option[String] = {
     val expected = withCase(vanilla, c)(attempt(vanilla, c.query, None)).plan.map(PlanShape.of)
     val actual = PlanShape.withoutHints(PlanShape.of(plan))
     expected.filterNot(PlanShape.sameUpToOrder(actual, _)).map { e =>

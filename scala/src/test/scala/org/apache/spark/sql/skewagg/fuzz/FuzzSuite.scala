@@ -14,14 +14,17 @@ class FuzzSuite extends SkewAggSuiteBase {
   test(s"$Cases random cases of seed $Seed: skewagg never changes a result") {
     // Expected failures (ANSI overflow both ways) would fill the log with executor stack traces.
     spark.sparkContext.setLogLevel("OFF")
-    val outcomes = try {
-      (0 until Cases).map(i => FuzzRunner.run(spark, FuzzGenerator.generate(Seed, i)))
-    } finally spark.sparkContext.setLogLevel("WARN")
+    val outcomes =
+      try {
+        (0 until Cases).map(i => FuzzRunner.run(spark, FuzzGenerator.generate(Seed, i)))
+      } finally spark.sparkContext.setLogLevel("WARN")
     val summary = FuzzSummary(outcomes)
     info(summary.text(Seed, 0))
-    assert(summary.failed.isEmpty, summary.failed.map { o =>
-      s"\n${o.failure.get}\n${o.fuzzCase.repro}"
-    }.mkString("\n"))
+    assert(
+      summary.failed.isEmpty,
+      summary.failed.map { o =>
+        s"\n${o.failure.get}\n${o.fuzzCase.repro}"
+      }.mkString("\n"))
     // The slice must exercise the rewrites, or it proves nothing.
     assert(outcomes.count(_.rewritten) >= Cases / 10, summary.text(Seed, 0))
   }
