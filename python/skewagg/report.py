@@ -374,7 +374,9 @@ def python_skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -
     factor = float(_conf(spark, SKEW_FACTOR_KEY, DEFAULT_SKEW_FACTOR))
     floor = parse_bytes(_conf(spark, SKEW_FLOOR_KEY, DEFAULT_SKEW_FLOOR))
     split = parse_bytes(_conf(spark, SPLIT_SIZE_KEY, DEFAULT_SPLIT_SIZE))
-    median = sorted(partition_bytes)[len(partition_bytes) // 2] if partition_bytes else 0
+    if not partition_bytes:
+        return SkewVerdict([], 0, 0, factor, floor, split)
+    median = sorted(partition_bytes)[len(partition_bytes) // 2]
     threshold = max(floor, int(median * factor))
     skewed = sorted(((i, b) for i, b in enumerate(partition_bytes) if b > threshold),
                     key=lambda x: -x[1])
