@@ -29,6 +29,16 @@ class FuzzSuite extends SkewAggSuiteBase {
     assert(outcomes.count(_.rewritten) >= Cases / 10, summary.text(Seed, 0))
   }
 
+  test("the cases longer fuzz runs failed on pass (docs/testing.md, bugs found)") {
+    val found = Seq(1L -> 135, 5L -> 293, 5L -> 367, 5L -> 4410)
+    spark.sparkContext.setLogLevel("OFF")
+    val outcomes =
+      try found.map { case (seed, i) => FuzzRunner.run(spark, FuzzGenerator.generate(seed, i)) }
+      finally spark.sparkContext.setLogLevel("WARN")
+    val failed = outcomes.filter(_.failure.isDefined)
+    assert(failed.isEmpty, failed.map(o => s"\n${o.failure.get}\n${o.fuzzCase.repro}").mkString)
+  }
+
   test("a case is a pure function of seed and index, and its reproduction is self-contained") {
     val a = FuzzGenerator.generate(7, 3)
     assert(a == FuzzGenerator.generate(7, 3))
