@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-APPS = Path(__file__).resolve().parent / "apps"
+TESTS = Path(__file__).resolve().parent
+APPS = TESTS / "apps"
 BIN = Path(sys.executable).parent
 
 
@@ -18,6 +19,8 @@ def child_env(**extra: str) -> Dict[str, str]:
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     env.pop("SPARK_HOME", None)
+    # Apps report plans with tests/plans.py.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS), env.get("PYTHONPATH")) if p)
     env.update(extra)
     return env
 

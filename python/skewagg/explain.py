@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from skewagg._bridge import bridge
+from skewagg._session import require_loaded
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -27,8 +28,6 @@ EXPLAIN_PROVIDERS_KEY = "spark.sql.extendedExplainProviders"
 
 def explain_text(df: "DataFrame", run: bool = False) -> str:
     """The explanation :func:`explain` prints, as a string."""
-    from skewagg import require_loaded
-
     spark = df.sparkSession
     require_loaded(spark)
     execution = df._jdf.queryExecution()

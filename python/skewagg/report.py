@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
+from skewagg._bridge import bridge
+from skewagg._session import is_loaded
 from skewagg.errors import ColumnNotFoundError, SkewAggError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -355,13 +357,9 @@ def skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewV
     """skewagg's skew test on ``partition_bytes`` under ``spark``'s settings: the rules' own
     (``io.skewagg.PythonBridge.skewTest``) when skewagg is loaded, else
     :func:`python_skew_verdict`."""
-    from skewagg import is_loaded
-
     # Classic sessions only (a Spark Connect client has no JVM to call).
     if getattr(spark, "_jsparkSession", None) is None or not is_loaded(spark):
         return python_skew_verdict(spark, partition_bytes)
-    from skewagg._bridge import bridge
-
     found = json.loads(str(bridge(spark).skewTest(spark._jsparkSession, list(partition_bytes))))
     return SkewVerdict([(int(i), int(b)) for i, b in found["skewed"]], int(found["median"]),
                        int(found["threshold"]), float(found["factor"]), int(found["floor"]),

@@ -22,6 +22,7 @@ import re
 import statistics
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
+from skewagg._session import require_loaded
 from skewagg.tasktimes import QueryTimes, StageTimes, TaskTimeRecorder, makespan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,8 +46,6 @@ class StageReport:
         self._recorder: Optional[TaskTimeRecorder] = None
 
     def __enter__(self) -> "StageReport":
-        from skewagg import require_loaded
-
         require_loaded(self._spark)
         self._recorder = TaskTimeRecorder(self._spark)
         self._recorder.clear()

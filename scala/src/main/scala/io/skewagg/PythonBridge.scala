@@ -5,7 +5,13 @@ import scala.jdk.CollectionConverters._
 import org.apache.spark.SparkContext
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.skewagg.{PlanNodes, SessionStates, SkewAggConf, SkewedPartitions}
+import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
+import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.skewagg.{
+  BottomPartialAggregateExec, PartialAggregates, PlanNodes, SessionStates, SkewAggAggregateExec,
+  SkewAggConf, SkewAggLocalStageExec, SkewedPartitions
+}
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 import org.apache.spark.sql.skewagg.monitor.TaskTimeRecorder
 
@@ -19,11 +25,39 @@ object PythonBridge {
   def explain(plan: SparkPlan): String = SkewAggExplain.explain(plan)
 
   /**
-   * The class name of every operator of an executed plan (through adaptive plans, query stages
-   * and reused exchanges), top down: what tests assert on instead of the plan's text.
+   * Every operator of an executed plan (through adaptive plans, query stages and reused
+   * exchanges), top down, as a JSON list: what tests assert on instead of the plan's text. Each
+   * is `{"name": class name, "parent": index of the operator it feeds or -1}`, with
+   * `"partial"` for aggregates (a partial half), `"origin"` for shuffles (e.g.
+   * `REPARTITION_BY_COL`), `"skewJoin"` for shuffled joins, `"decision"` for skewagg's own
+   * operators (what they print in the plan) and `"metrics"` for its aggregates (name: value).
    */
-  def operatorClasses(plan: SparkPlan): java.util.List[String] =
-    PlanNodes.all(plan).map(_.getClass.getSimpleName).asJava
+  def operators(plan: SparkPlan): String = PlanNodes.withParents(plan).map { case (node, parent) =>
+    val details = node match {
+      case a: BaseAggregateExec => Seq("partial" -> PartialAggregates.isPartial(a).toString)
+      case p: BottomPartialAggregateExec => Seq("partial" -> "true")
+      case s: ShuffleExchangeLike => Seq("origin" -> quoted(s.shuffleOrigin.toString))
+      case j: ShuffledJoin => Seq("skewJoin" -> j.isSkewJoin.toString)
+      case _ => Nil
+    }
+    val decision = node match {
+      case m: SkewAggLocalStageExec => Seq("decision" -> quoted(m.decision))
+      case a: SkewAggAggregateExec =>
+        val metrics = a.metrics.toSeq.sortBy(_._1).map { case (k, m) => s"${quoted(k)}:${m.value}" }
+        Seq("decision" -> quoted(a.decision), "metrics" -> metrics.mkString("{", ",", "}"))
+      case _ => Nil
+    }
+    (Seq("name" -> quoted(node.getClass.getSimpleName), "parent" -> parent.toString) ++
+      details ++ decision).map { case (k, v) => s""""$k":$v""" }.mkString("{", ",", "}")
+  }.mkString("[", ",", "]")
+
+  /** `text` as a JSON string. */
+  private def quoted(text: String): String = "\"" + text.flatMap {
+    case '"' => "\\\""
+    case '\\' => "\\\\"
+    case c if c < ' ' => f"\\u${c.toInt}%04x"
+    case c => c.toString
+  } + "\""
 
   /** The skewagg operators that ran in an executed plan, one line each. */
   def operatorLines(plan: SparkPlan): String = SkewAggExplain.operatorLines(plan)

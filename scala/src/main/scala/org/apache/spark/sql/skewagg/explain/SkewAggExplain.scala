@@ -143,7 +143,10 @@ object SkewAggExplain {
     // What the rules recorded, then what the plan shows; "no rewrite matches" only where no
     // rule recorded why it did not rewrite.
     val shown = fromPlan(agg, conf, adaptiveNotRun)
-    val lines = if (others.nonEmpty && shown.startsWith(SkewedNoMatch)) others else others :+ shown
+    val measured = recorded.exists(_.isInstanceOf[SkewAggDecision.NotSkewed])
+    val lines =
+      if (others.nonEmpty && (measured || shown.startsWith(SkewedNoMatch))) others
+      else others :+ shown
     lines.distinct.mkString("\n  ")
   }
 
@@ -202,7 +205,7 @@ object SkewAggExplain {
       if (skew.nonEmpty) {
         s"$SkewedNoMatch (" + SkewAggLocalStageExec.describe("partition", skew) +
           "): no skewagg rewrite matches this plan shape (see docs/rewrites.md)."
-      } else notSkewed(sizes, skew, conf, what)
+      } else SkewAggDecision.NotSkewed.of(s"$what below", sizes, conf).text
     } else if (shuffles.exists(isShuffle)) {
       if (adaptiveNotRun) {
         "not decided yet: skewagg decides from the sizes of the shuffle below once it ran. " +
@@ -237,27 +240,5 @@ object SkewAggExplain {
   private def isShuffle(plan: SparkPlan): Boolean = plan match {
     case _: ShuffleExchangeLike | _: ShuffleQueryStageExec => true
     case _ => false
-  }
-
-  /** "not skewed: largest partition 3 is 1.4 MiB, 2x the median 700.0 KiB, below the floor". */
-  private def notSkewed(
-      sizes: Array[Long],
-      skew: SkewedPartitions,
-      conf: SQLConf,
-      what: String): String = {
-    val largest = sizes.indices.maxBy(sizes(_))
-    val size = sizes(largest)
-    val floor = conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
-    val factor = conf.getConf(SkewAggConf.SKEW_FACTOR)
-    val ratio = if (skew.medianSize > 0) f"${size.toDouble / skew.medianSize}%.1fx" else "n/a x"
-    val why = if (size <= floor) {
-      s"below the ${SkewAggLocalStageExec.bytes(floor)} floor " +
-        s"(${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key})"
-    } else {
-      s"not more than ${factor}x the median (${SkewAggConf.SKEW_FACTOR.key})"
-    }
-    s"not skewed: in $what below, the largest partition ($largest) is " +
-      s"${SkewAggLocalStageExec.bytes(size)}, $ratio the median " +
-      s"${SkewAggLocalStageExec.bytes(skew.medianSize)}: $why."
   }
 }

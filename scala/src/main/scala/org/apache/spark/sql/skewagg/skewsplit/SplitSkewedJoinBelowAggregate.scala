@@ -12,7 +12,7 @@ import org.apache.spark.sql.skewagg.{
   FusedAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints,
   SkewAggLocalStageExec, SkewedPartitions
 }
-import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, SwitchedOff}
 
 /**
  * Adaptive query-stage preparation rule (runs each time AQE re-plans after a stage finished).
@@ -43,6 +43,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf)) return plan
+    plan.foreach(p => notSkewedJoinBelow(p).foreach(SkewAggDecisions.record(p, _)))
     if (!conf.getConf(SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)) {
       return FusedAggregates.splitWhere(plan, isCandidate) { split =>
         split.foreach(p =>
@@ -98,6 +99,32 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     case s: SortExec => isFinishedStage(s.child)
     case s: ShuffleQueryStageExec => s.isMaterialized && s.mapStats.isDefined
     case _ => false
+  }
+
+  /** The partition sizes of a finished join input stage that Spark's skew split can split. */
+  private def joinInputSizes(plan: SparkPlan): Option[Array[Long]] = plan match {
+    case s: SortExec => joinInputSizes(s.child)
+    case s: ShuffleQueryStageExec
+        if s.isMaterialized && s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
+      s.mapStats.map(_.bytesByPartitionId)
+    case _ => None
+  }
+
+  /**
+   * What the rule saw where it looked and found nothing to split: a bottom partial aggregate
+   * (or one fused with its final half) reading a shuffled join whose inputs finished without a
+   * skewed partition.
+   */
+  private def notSkewedJoinBelow(plan: SparkPlan): Option[SkewAggDecision] = plan match {
+    case agg
+        if (isBottomPartial(agg) || FusedAggregates.isFused(agg)) && agg.children.size == 1 &&
+          !SkewAggHints.forbidden(agg) =>
+      joinBelow(agg.children.head).map(_.children.map(joinInputSizes)).collect {
+        case inputs if inputs.forall(_.exists(SkewedPartitions.find(_, conf).skewed.isEmpty)) =>
+          val sizes = inputs.flatten.maxBy(s => if (s.isEmpty) 0L else s.max)
+          NotSkewed.of("the join's input shuffles below", sizes, conf)
+      }
+    case _ => None
   }
 
   private def joinBelow(plan: SparkPlan): Option[ShuffledJoin] = belowRowLocal(plan) match {

@@ -15,7 +15,7 @@ import org.apache.spark.sql.skewagg.{
   FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
   SkewedPartitions
 }
-import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, SwitchedOff}
 
 /**
  * Adaptive query-stage preparation rule.
@@ -116,7 +116,10 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     val stats = stage.mapStats.get
     val sizes = stats.bytesByPartitionId
     val skew = SkewedPartitions.find(sizes, conf)
-    if (!skew.nonEmpty) return None
+    if (!skew.nonEmpty) {
+      SkewAggDecisions.record(partial, NotSkewed.of("the user's repartition below", sizes, conf))
+      return None
+    }
     val skewedIds = skew.skewed.map(_._1).toSet
     val target = SkewedPartitions.splitSize(sizes, skew, conf)
     var splits = 0

@@ -3,7 +3,9 @@ package org.apache.spark.sql.skewagg.explain
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggSuiteBase}
+import org.apache.spark.sql.skewagg.{
+  PlanNodes, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggSuiteBase
+}
 
 import org.apache.spark.sql.skewagg.SkewTestData._
 
@@ -262,6 +264,33 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
       val text = df.queryExecution.toString
       assert(text.contains("== Extended Information (skewagg) =="), text)
       assert(text.contains("rewritten: skew split of the join below the aggregate"), text)
+    }
+  }
+
+  /** The not-skewed decisions rules recorded on the executed plan of `df`, once run. */
+  private def notSkewedRecorded(df: DataFrame): Seq[SkewAggDecision.NotSkewed] = {
+    df.collect()
+    PlanNodes.all(df.queryExecution.executedPlan).flatMap(SkewAggDecisions.of).collect {
+      case n: SkewAggDecision.NotSkewed => n
+    }.distinct
+  }
+
+  test("not skewed: recorded by the rule that measured, with its numbers") {
+    withSQLConf(base: _*) {
+      val join = notSkewedRecorded(
+        fact(spark, skewed = false).join(dim(spark), "k").groupBy("k").agg(sum("v")))
+      assert(join.map(_.where) == Seq("the join's input shuffles below"), join)
+      assert(join.head.largest > 0 && join.head.median > 0 && join.head.factor == 5.0, join)
+      val repartition = notSkewedRecorded(
+        fact(spark, skewed = false).repartition(col("k")).groupBy("k").agg(sum("v")))
+      assert(repartition.map(_.where) == Seq("the user's repartition below"), repartition)
+      // Skewed: nothing recorded as not skewed.
+      assert(notSkewedRecorded(skewedJoinAgg()).isEmpty)
+    }
+    withSQLConf(base ++ Seq(SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "16MB"): _*) {
+      val floor = notSkewedRecorded(skewedJoinAgg())
+      assert(floor.map(_.floor) == Seq(16L << 20), floor)
+      assert(floor.head.text.contains("below the 16.0 MiB floor"), floor)
     }
   }
 }
