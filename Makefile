@@ -19,9 +19,9 @@ WITH_JDK17 = JAVA_HOME="$$(build/require-jdk17)" && export JAVA_HOME && export P
 LINE_FUZZ_CASES := 100
 LINE_PYTHON_TESTS := tests/test_configure.py tests/test_spark_submit.py tests/test_jars.py \
   tests/test_session.py tests/test_join_skew_split.py tests/test_repartition_rule.py \
-  tests/test_single_key.py tests/test_hints.py tests/test_explain.py
+  tests/test_single_key.py tests/test_hints.py tests/test_explain.py tests/test_bridge.py
 
-.PHONY: help setup jar wheel check-wheel test test-scala test-python test-line test-lines demo bench fuzz docs clean
+.PHONY: help setup jar wheel check-wheel test lint format test-scala test-python test-line test-lines demo bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -56,11 +56,22 @@ wheel: jar ## one wheel with every line's jar: dist/skewagg-<version>-py3-none-a
 check-wheel: wheel ## per Spark line: a fresh venv with its pyspark, the wheel installed, a skewed join and percentile off/on
 	build/check-wheel
 
-test: setup ## every test: Scala and Python on SPARK_LINE, then each other line's slice (the command CI runs)
+test: setup ## lint, then every test: Scala and Python on SPARK_LINE, then each other line's slice (the command CI runs)
+	$(MAKE) --no-print-directory lint
 	@echo "== Spark $(SPARK_LINE): every test, started $$(date -u +%H:%M:%S) UTC"
 	$(MAKE) --no-print-directory test-scala
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-lines
+
+# Every line's project: each formats the shared sources and its own shim directories.
+SBT_PROJECTS := $(foreach line,$(SPARK_LINES),spark$(subst .,,$(line)))
+
+lint: ## scalafmt (.scalafmt.conf) on every line's sources, and no Scala or Python line over 100 columns
+	build/check-lines
+	build/sbt $(foreach p,$(SBT_PROJECTS),$(p)/scalafmtCheckAll)
+
+format: ## apply scalafmt to every line's sources
+	build/sbt $(foreach p,$(SBT_PROJECTS),$(p)/scalafmtAll)
 
 test-scala: ## Scala tests on SPARK_LINE (sbt, forked JVM)
 	build/sbt $(SBT_PROJECT)/test

@@ -109,8 +109,8 @@ def write_tables(spark: SparkSession, rows: int) -> Path:
     write(ids.select(uniform_key.alias("k"), *cols), "fact_uniform")
     skewed_key = F.when(F.abs(F.xxhash64("id", F.lit(1))) % 10 < 3, F.lit(0)).otherwise(uniform_key)
     write(ids.select(skewed_key.alias("k"), *cols), "fact_skewed")
-    write(spark.range(0, KEYS, 1, 8).select(F.col("id").alias("k"), (F.col("id") % 100).alias("attr")),
-          "dim")
+    write(spark.range(0, KEYS, 1, 8).select(
+        F.col("id").alias("k"), (F.col("id") % 100).alias("attr")), "dim")
     for data in ("skewed", "uniform"):
         spark.read.parquet(str(base / f"fact_{data}")).repartition(BUCKETS, "k").write \
             .mode("overwrite").option("parquet.block.size", 1 << 20).bucketBy(BUCKETS, "k") \
@@ -119,11 +119,13 @@ def write_tables(spark: SparkSession, rows: int) -> Path:
     return base
 
 
-def write_holistic_tables(spark: SparkSession, base: Path, rows: int, high_cardinality: bool) -> Path:
+def write_holistic_tables(
+        spark: SparkSession, base: Path, rows: int, high_cardinality: bool) -> Path:
     """holistic/fact_{skewed,uniform}: the local-global keys, with `v` a continuous value (nearly
     every row's distinct, as latencies or prices are: percentile's buffer holds every distinct
     value, so the local-global data's 1,000 values would keep it small); with `high_cardinality`
-    also fact_highcard: 2x rows rows over `rows` possible keys (about 0.86 x rows distinct). Once."""
+    also fact_highcard: 2x rows rows over `rows` possible keys (about 0.86 x rows distinct).
+    Once."""
     path = base / "holistic"
     ids = spark.range(0, rows, 1, 32)
     value = (F.abs(F.xxhash64("id", F.lit(2))) % 100_000_000 / 1000.0).alias("v")
@@ -147,8 +149,9 @@ def register_bucketed(spark: SparkSession, base: Path) -> None:
     for data in ("skewed", "uniform"):
         name = f"bench_bucketed_{data}"
         if not spark.catalog.tableExists(name):
+            location = base / f"bucketed_{data}"
             spark.sql(f"CREATE TABLE {name} (k BIGINT, v DOUBLE, i INT) USING parquet "
-                      f"CLUSTERED BY (k) INTO {BUCKETS} BUCKETS LOCATION '{base / f'bucketed_{data}'}'")
+                      f"CLUSTERED BY (k) INTO {BUCKETS} BUCKETS LOCATION '{location}'")
 
 
 def salted(fact: DataFrame, dim: DataFrame) -> tuple:
@@ -248,7 +251,8 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
         "join": {"query": join_sum, "salted": join_sum_salted, "pre": join_sum_pre},
         "join-default-splits": {"query": join_sum, "pre": join_sum_pre,
                                 "conf": SCENARIO_CONF["join-default-splits"],
-                                "variants": ["vanilla", "pre-aggregated", "skewagg", "skewagg+hint"]},
+                                "variants": ["vanilla", "pre-aggregated", "skewagg",
+                                             "skewagg+hint"]},
         "bucketed": {"query": bucketed_sum, "salted": bucketed_sum_salted},
         "repartition": {"query": repartition_sum, "salted": repartition_sum_salted},
         "subset-key": {"query": subset_sum, "salted": subset_sum_salted, "pre": subset_sum_pre},
@@ -354,7 +358,8 @@ def main(argv: List[str] | None = None) -> int:
                     "line": line, "scenario": scenario, "data": data, "variant": variant,
                     "wall_s": statistics.median(r["wall_s"] for r in runs[variant]),
                     "wall_s_runs": [round(r["wall_s"], 3) for r in runs[variant]],
-                    "equal_to_vanilla": all(same_result(r["checksum"], reference) for r in runs[variant]),
+                    "equal_to_vanilla": all(same_result(r["checksum"], reference)
+                                            for r in runs[variant]),
                     **{k: v for k, v in last.items() if k not in ("wall_s", "checksum")},
                     # One run's makespan moves with a single slow task: the median of the runs.
                     **{k: statistics.median(r[k] for r in runs[variant])
@@ -426,7 +431,8 @@ def render_holistic(report: dict) -> str:
         "local mode); spill: bytes all tasks spilled to disk.",
         "",
         "| scenario | data | variant | wall s | vs vanilla | hot task ms | median task ms "
-        "| makespan@64 s | peak task memory MiB | JVM heap peak MiB | spill MiB | rewritten | equal |",
+        "| makespan@64 s | peak task memory MiB | JVM heap peak MiB | spill MiB | rewritten "
+        "| equal |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:

@@ -52,7 +52,8 @@ def session():  # type: ignore[no-untyped-def]
 
 
 def orders(spark):  # type: ignore[no-untyped-def]
-    """(customer_id, amount): customer 0 places 30% of the orders, 7,000 other customers the rest."""
+    """(customer_id, amount): customer 0 places 30% of the orders, 7,000 other customers the
+    rest."""
     from pyspark.sql import functions as F
 
     uniform = (F.col("id") * 7919) % 10_000
@@ -152,7 +153,8 @@ def examples(spark) -> Dict[str, Callable[[], str]]:  # type: ignore[no-untyped-
         return "![Which skewagg rule runs in which phase](images/architecture.png)"
 
     return {"settings": settings, "report": report, "explain": explain,
-            "one-side": one_side, "spark-explain": spark_explain, "refusals": refusals, "stages": stages,
+            "one-side": one_side, "spark-explain": spark_explain, "refusals": refusals,
+            "stages": stages,
             "architecture": architecture}
 
 

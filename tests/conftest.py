@@ -4,7 +4,6 @@ spark.jars and spark.sql.extensions are read only when the first SparkContext st
 from __future__ import annotations
 
 import os
-import re
 
 from typing import Callable, Dict, Iterator, List, Tuple
 
@@ -14,16 +13,10 @@ from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
 import skewagg
+from plans import Plan
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # plots render headless
 
-# A user exchange (repartition / DISTRIBUTE BY) directly above a partial aggregate, possibly
-# through skewagg's SkewAggLocalStage marker: a partial aggregate before the user's shuffle.
-PARTIAL_BELOW_USER_EXCHANGE = re.compile(
-    r"Exchange hashpartitioning\([^\n]*REPARTITION_BY_(COL|NUM)[^\n]*\n"
-    r"(?:[^\n]*SkewAggLocalStage[^\n]*\n)?[ +\-:|*()0-9]*"
-    r"(Hash|ObjectHash|Sort|FlushingPartial)Aggregate\(keys=[^\n]*functions=\[partial_"
-)
 
 
 @pytest.fixture(scope="session")
@@ -43,17 +36,12 @@ def spark() -> Iterator[SparkSession]:
     session.stop()
 
 
-def executed_plan(df: DataFrame) -> str:
-    """The executed plan's tree string (for adaptive queries, the final plan once run)."""
-    return str(df._jdf.queryExecution().executedPlan().toString())
-
-
 def differential(
     spark: SparkSession, query: Callable[[SparkSession], DataFrame]
-) -> Dict[Tuple[bool, bool], str]:
+) -> Dict[Tuple[bool, bool], Plan]:
     """Runs ``query`` with skewagg off and on, adaptive execution off and on; asserts (chispa)
     that all four give the same rows; returns the executed plans keyed by (skewagg, adaptive)."""
-    plans: Dict[Tuple[bool, bool], str] = {}
+    plans: Dict[Tuple[bool, bool], Plan] = {}
     results: List[DataFrame] = []
     saved = spark.conf.get("spark.sql.adaptive.enabled")
     try:
@@ -63,7 +51,7 @@ def differential(
                 (skewagg.enable if on else skewagg.disable)(spark)
                 df = query(spark)
                 rows = df.collect()
-                plans[(on, adaptive)] = executed_plan(df)
+                plans[(on, adaptive)] = Plan.of(df)
                 results.append(spark.createDataFrame(rows, df.schema))
     finally:
         spark.conf.set("spark.sql.adaptive.enabled", saved)

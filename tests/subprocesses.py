@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-APPS = Path(__file__).resolve().parent / "apps"
+TESTS = Path(__file__).resolve().parent
+APPS = TESTS / "apps"
 BIN = Path(sys.executable).parent
 
 
@@ -18,6 +19,8 @@ def child_env(**extra: str) -> Dict[str, str]:
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     env.pop("SPARK_HOME", None)
+    # Apps report plans with tests/plans.py.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS), env.get("PYTHONPATH")) if p)
     env.update(extra)
     return env
 
@@ -34,7 +37,8 @@ def report(proc: subprocess.CompletedProcess) -> Dict[str, Any]:
         if line.startswith("REPORT "):
             return json.loads(line[len("REPORT "):])
     raise AssertionError(
-        f"no report (exit {proc.returncode})\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}"
+        f"no report (exit {proc.returncode})\nstdout:\n{proc.stdout}\n"
+        f"stderr:\n{proc.stderr[-4000:]}"
     )
 
 

@@ -11,15 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PARTIAL_BELOW_USER_EXCHANGE
+from plans import SINGLE_KEY_AGGREGATES, USER_REPARTITION, Plan
 from subprocesses import child_env, report, spark_submit
 from test_spark_submit import _spark_home, _submit_args
 
 # What each query's skewagg plan shows: the rewrite the kill must not break.
 REWRITTEN = {
-    "join": lambda plan: "FlushingPartialAggregate" in plan and "SkewAggLocalStage" in plan,
-    "repartition": lambda plan: PARTIAL_BELOW_USER_EXCHANGE.search(plan) is not None,
-    "percentile": lambda plan: "SingleKeyAggregate" in plan,
+    "join": lambda plan: plan.has("FlushingPartialAggregateExec")
+    and plan.has("SkewAggLocalStageExec"),
+    "repartition": lambda plan: plan.partial_below_exchange(USER_REPARTITION),
+    "percentile": lambda plan: plan.has(*SINGLE_KEY_AGGREGATES),
 }
 
 
@@ -41,7 +42,8 @@ def test_killed_executor_in_local_and_final_stage_gives_the_same_rows(
         env=env, timeout=600,
         app_args=[query, str(tokens), ",".join(str(a).lower() for a in ADAPTIVE[query])],
     ))
-    rows, plans, kills, seen = result["rows"], result["plans"], result["kills"], result["seen"]
+    rows, kills, seen = result["rows"], result["kills"], result["seen"]
+    plans = {run: Plan(**plan) for run, plan in result["plans"].items()}
     for adaptive in ADAPTIVE[query]:
         expected = rows[f"off,adaptive={adaptive}"]
         assert len(expected) > 50

@@ -58,7 +58,8 @@ def test_a_failed_planning_step_falls_back_and_says_so(spark: SparkSession) -> N
 
 
 @pytest.mark.usefixtures("small_skew_settings", "no_local_aggregate")
-def test_rewritten_join_after_the_query_ran(spark: SparkSession, capsys: pytest.CaptureFixture) -> None:
+def test_rewritten_join_after_the_query_ran(
+        spark: SparkSession, capsys: pytest.CaptureFixture) -> None:
     df = fact(spark, skewed=True).join(dim(spark), "k").groupBy("k").agg(F.sum("v"))
     before = skewagg.explain_text(df)
     assert "not decided yet" in before and "Run the query" in before
@@ -102,3 +103,13 @@ def test_python_udaf_is_left_alone(spark: SparkSession) -> None:
     # Spark 4.0 names the operator AggregateInPandas, 4.1 and newer ArrowAggregatePython.
     assert "(AggregateInPandas)" in text or "(ArrowAggregatePython)" in text
     assert "left alone: a Python UDAF (pandas_udf) cannot be split" in text
+
+
+def test_a_percentile_query_is_explained_as_one_key_at_a_time(spark: SparkSession) -> None:
+    df = (spark.range(0, 2000).select((F.col("id") % 10).alias("k"), F.col("id").alias("v"))
+          .groupBy("k").agg(F.percentile("v", 0.5)))
+    text = skewagg.explain_text(df, run=True)
+    assert "(SingleKeyAggregate)" in text, text
+    assert "rewritten: one key at a time (SingleKeyAggregate): 2,000 rows read into 10 keys" \
+        in text, text
+    assert "no aggregate" not in text, text

@@ -53,10 +53,10 @@ def test_skewed_join_then_group_by_aggregates_locally_before_the_join(spark: Spa
     )
     for adaptive in (False, True):
         # Adaptive execution appends whether it merged the rows after the join's shuffle.
-        assert "SkewAggLocalStage [flushing partial aggregate before the join" in plans[
-            (True, adaptive)
-        ]
-        assert "FlushingPartialAggregate" not in plans[(False, adaptive)]
+        on = plans[(True, adaptive)]
+        assert on.has_decision("flushing partial aggregate before the join"), on
+        assert on.has("FlushingPartialAggregateExec"), on
+        assert not plans[(False, adaptive)].has("FlushingPartialAggregateExec")
 
 
 @pytest.mark.usefixtures("small_skew_settings")
@@ -66,12 +66,11 @@ def test_skewed_join_then_group_by_reading_both_sides_is_split(spark: SparkSessi
         lambda s: fact(s, True).join(dim(s), "k").groupBy("k")
         .agg(F.sum(F.col("v") * F.col("attr")), F.count("*")),
     )
-    assert "SortMergeJoin(skew=true)" in plans[(True, True)], plans[(True, True)]
-    assert "SkewAggLocalStage [skew split of the join below the aggregate: partition" in plans[
-        (True, True)
-    ]
-    assert "skew=true" not in plans[(False, True)]
-    assert "skew=true" not in plans[(True, False)]
+    on = plans[(True, True)]
+    assert any(j.skewJoin for j in on.named("SortMergeJoinExec")), on
+    assert on.has_decision("skew split of the join below the aggregate: partition"), on
+    assert not plans[(False, True)].skew_join()
+    assert not plans[(True, False)].skew_join()
 
 
 @pytest.mark.usefixtures("small_skew_settings")
@@ -79,4 +78,4 @@ def test_uniform_join_then_group_by_is_not_split(spark: SparkSession) -> None:
     plans = differential(
         spark, lambda s: fact(s, False).join(dim(s), "k").groupBy("k").agg(F.sum("v"))
     )
-    assert "skew=true" not in plans[(True, True)]
+    assert not plans[(True, True)].skew_join()

@@ -4,7 +4,8 @@
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from conftest import PARTIAL_BELOW_USER_EXCHANGE, differential
+from conftest import differential
+from plans import USER_REPARTITION
 
 
 
@@ -16,7 +17,8 @@ def skewed(spark: SparkSession) -> DataFrame:
     )
 
 
-def test_hinted_repartition_then_group_by_aggregates_before_the_shuffle(spark: SparkSession) -> None:
+def test_hinted_repartition_then_group_by_aggregates_before_the_shuffle(
+        spark: SparkSession) -> None:
     plans = differential(
         spark,
         lambda s: skewed(s).repartition("k").groupBy("k").agg(
@@ -24,11 +26,10 @@ def test_hinted_repartition_then_group_by_aggregates_before_the_shuffle(spark: S
         ).hint("skew_agg"),
     )
     for adaptive in (False, True):
-        assert not PARTIAL_BELOW_USER_EXCHANGE.search(plans[(False, adaptive)])
-        assert PARTIAL_BELOW_USER_EXCHANGE.search(plans[(True, adaptive)]), plans[(True, adaptive)]
-        assert "SkewAggLocalStage [partial aggregate before the user's repartition]" in plans[
-            (True, adaptive)
-        ]
+        assert not plans[(False, adaptive)].partial_below_exchange(USER_REPARTITION)
+        on = plans[(True, adaptive)]
+        assert on.partial_below_exchange(USER_REPARTITION), on
+        assert on.has_decision("partial aggregate before the user's repartition"), on
 
 
 def test_hinted_sql_distribute_by_aggregates_before_the_shuffle(spark: SparkSession) -> None:
@@ -41,7 +42,8 @@ def test_hinted_sql_distribute_by_aggregates_before_the_shuffle(spark: SparkSess
         ),
     )
     for adaptive in (False, True):
-        assert PARTIAL_BELOW_USER_EXCHANGE.search(plans[(True, adaptive)]), plans[(True, adaptive)]
+        on = plans[(True, adaptive)]
+        assert on.partial_below_exchange(USER_REPARTITION), on
 
 
 def test_repartition_on_another_column_is_left_alone(spark: SparkSession) -> None:
@@ -49,7 +51,7 @@ def test_repartition_on_another_column_is_left_alone(spark: SparkSession) -> Non
         spark, lambda s: skewed(s).repartition("i").groupBy("k").agg(F.sum("v")).hint("skew_agg")
     )
     for adaptive in (False, True):
-        assert not PARTIAL_BELOW_USER_EXCHANGE.search(plans[(True, adaptive)])
+        assert not plans[(True, adaptive)].partial_below_exchange(USER_REPARTITION)
 
 
 def test_repartition_then_group_by_without_a_hint_aggregates_before_the_shuffle(
@@ -59,11 +61,10 @@ def test_repartition_then_group_by_without_a_hint_aggregates_before_the_shuffle(
         spark, lambda s: skewed(s).repartition("k").groupBy("k").agg(F.sum("v"), F.avg("v"))
     )
     for adaptive in (False, True):
-        assert not PARTIAL_BELOW_USER_EXCHANGE.search(plans[(False, adaptive)])
-        assert PARTIAL_BELOW_USER_EXCHANGE.search(plans[(True, adaptive)]), plans[(True, adaptive)]
-        assert "SkewAggLocalStage [flushing partial aggregate before the user's repartition]" in (
-            plans[(True, adaptive)]
-        )
+        assert not plans[(False, adaptive)].partial_below_exchange(USER_REPARTITION)
+        on = plans[(True, adaptive)]
+        assert on.partial_below_exchange(USER_REPARTITION), on
+        assert on.has_decision("flushing partial aggregate before the user's repartition"), on
 
 
 def test_skewed_repartition_is_split_at_run_time_without_local_aggregation(
@@ -83,6 +84,6 @@ def test_skewed_repartition_is_split_at_run_time_without_local_aggregation(
     finally:
         for k, v in saved.items():
             spark.conf.unset(k) if v is None else spark.conf.set(k, v)
-    assert "SkewAggLocalStage [skewed repartition read in splits: partition" in plans[(True, True)]
-    assert "SkewAggLocalStage" not in plans[(True, False)]
-    assert not PARTIAL_BELOW_USER_EXCHANGE.search(plans[(False, True)])
+    assert plans[(True, True)].has_decision("skewed repartition read in splits: partition")
+    assert not plans[(True, False)].has("SkewAggLocalStageExec")
+    assert not plans[(False, True)].partial_below_exchange(USER_REPARTITION)

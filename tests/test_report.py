@@ -20,7 +20,8 @@ KEYS = ["a"] * 6 + ["b"] * 2 + ["c", "d"]
 
 @pytest.fixture()
 def small(spark: SparkSession) -> DataFrame:
-    return spark.createDataFrame([(k, i, i % 2) for i, k in enumerate(KEYS)], "k string, v long, w int")
+    return spark.createDataFrame(
+        [(k, i, i % 2) for i, k in enumerate(KEYS)], "k string, v long, w int")
 
 
 def spark_partition_rows(df: DataFrame, n: int, *keys: str) -> list:
@@ -100,7 +101,8 @@ def test_renders_as_text_html_pandas_and_plots(small: DataFrame, tmp_path: Path)
 
 
 def test_bad_column_and_empty_dataframe(small: DataFrame) -> None:
-    with pytest.raises(skewagg.ColumnNotFoundError, match=r"'kk' is not a column.*Available columns: k, v, w"):
+    with pytest.raises(skewagg.ColumnNotFoundError,
+                       match=r"'kk' is not a column.*Available columns: k, v, w"):
         skewagg.analyze(small, ["kk"])
     with pytest.raises(skewagg.ColumnNotFoundError, match="at least one key"):
         skewagg.analyze(small, [])
@@ -115,3 +117,29 @@ def test_parse_bytes_reads_spark_size_strings() -> None:
     assert parse_bytes("1048576") == 1048576 and parse_bytes("100b") == 100
     with pytest.raises(skewagg.SkewAggError, match="not a size"):
         parse_bytes("lots")
+
+
+def test_the_python_skew_test_is_the_rules_own(spark: SparkSession) -> None:
+    """analyze uses the rules' skew test when skewagg is loaded; its Python copy, for sessions
+    without skewagg, gives the same verdict, and its defaults are the config object's."""
+    from skewagg._bridge import bridge
+    from skewagg.report import (
+        DEFAULT_SKEW_FACTOR, DEFAULT_SKEW_FLOOR, DEFAULT_SPLIT_SIZE, SKEW_FACTOR_KEY,
+        SKEW_FLOOR_KEY, SPLIT_SIZE_KEY, python_skew_verdict, skew_verdict)
+
+    jvm = bridge(spark)
+    assert parse_bytes(str(jvm.defaultOf(SKEW_FLOOR_KEY))) == parse_bytes(DEFAULT_SKEW_FLOOR)
+    assert parse_bytes(str(jvm.defaultOf(SPLIT_SIZE_KEY))) == parse_bytes(DEFAULT_SPLIT_SIZE)
+    assert float(str(jvm.defaultOf(SKEW_FACTOR_KEY))) == float(DEFAULT_SKEW_FACTOR)
+    samples = [[], [0], [5, 5, 5, 5], [1, 2, 3, 400, 5], [10, 10, 900, 10, 800, 10],
+               [3 << 30, 1, 1, 1], list(range(0, 2000, 7))]
+    saved = {k: spark.conf.get(k, None) for k in (SKEW_FLOOR_KEY, SKEW_FACTOR_KEY)}
+    try:
+        for floor, factor in (("0b", "1.0"), ("100b", "2.5"), (None, None)):
+            for key, value in ((SKEW_FLOOR_KEY, floor), (SKEW_FACTOR_KEY, factor)):
+                spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+            for sizes in samples:
+                assert skew_verdict(spark, sizes) == python_skew_verdict(spark, sizes), sizes
+    finally:
+        for k, v in saved.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)

@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 
 from conftest import differential
 from subprocesses import child_env, report, spark_submit
+from plans import SINGLE_KEY_AGGREGATES, Plan
 from test_spark_submit import _spark_home, _submit_args
 
 
@@ -28,8 +29,8 @@ def test_percentile_median_and_mode_one_key_at_a_time(spark: SparkSession) -> No
         F.count("*").alias("n"),
     ))
     for adaptive in (False, True):
-        assert "SingleKeyAggregate" in plans[(True, adaptive)], plans[(True, adaptive)]
-        assert "SingleKeyAggregate" not in plans[(False, adaptive)]
+        assert plans[(True, adaptive)].has(*SINGLE_KEY_AGGREGATES), plans[(True, adaptive)]
+        assert not plans[(False, adaptive)].has(*SINGLE_KEY_AGGREGATES)
 
 
 def _local_cluster_percentiles(tmp_path: Path, *conf: str) -> dict:
@@ -51,8 +52,9 @@ def _local_cluster_percentiles(tmp_path: Path, *conf: str) -> dict:
 
 def test_local_cluster_percentiles_match_spark(tmp_path: Path) -> None:
     result = _local_cluster_percentiles(tmp_path)
-    for name, plan in result["plans"].items():
-        assert ("SingleKeyAggregate" in plan) == name.startswith("skewagg=True"), (name, plan)
+    for name, reported in result["plans"].items():
+        plan = Plan(**reported)
+        assert plan.has(*SINGLE_KEY_AGGREGATES) == name.startswith("skewagg=True"), (name, plan)
 
 
 def test_local_cluster_split_hot_key_percentiles_match_spark(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pyspark
 
 import skewagg
-from conftest import PARTIAL_BELOW_USER_EXCHANGE
+from plans import USER_REPARTITION, Plan
 from subprocesses import child_env, report, spark_submit
 
 EXPECTED_TOTAL = sum(range(20000))
@@ -27,7 +27,8 @@ def test_spark_submit_with_jars_and_extension_conf() -> None:
     assert result["loaded"] and result["active"]
     assert result["version"].startswith(f"skewagg {skewagg.__version__}")
     assert result["total"] == EXPECTED_TOTAL
-    assert PARTIAL_BELOW_USER_EXCHANGE.search(result["plan"]), result["plan"]
+    plan = Plan(**result["plan"])
+    assert plan.partial_below_exchange(USER_REPARTITION), plan
 
 
 def test_spark_submit_without_the_extension_is_not_active() -> None:
@@ -60,5 +61,6 @@ def test_local_cluster_executors_load_the_jar(tmp_path: Path) -> None:
     assert sorted(executors) == ["0", "1"], executors
     assert all(build == result["version"] for build in executors.values())
     assert result["total"] == EXPECTED_TOTAL
-    assert PARTIAL_BELOW_USER_EXCHANGE.search(result["plan"]), result["plan"]
+    plan = Plan(**result["plan"])
+    assert plan.partial_below_exchange(USER_REPARTITION), plan
     assert (home / "work").is_dir()

@@ -15,6 +15,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Dict, List, Optional
 
 from skewagg._jars import jar_for, supported_spark_lines
+from skewagg._session import (
+    EXTENSION_CLASS,
+    VERSION_FUNCTION,
+    is_loaded,
+    require_loaded,
+    split_list,
+)
 from skewagg.errors import (
     ColumnNotFoundError,
     JarNotFoundError,
@@ -32,9 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __version__ = "0.1.0"
 
-EXTENSION_CLASS = "io.skewagg.SkewAggExtensions"
-"""The class to list in ``spark.sql.extensions``."""
-
 ENABLED_KEY = "spark.skewagg.enabled"
 """The runtime switch every skewagg rule checks."""
 
@@ -42,9 +46,6 @@ COST_EVALUATOR_CLASS = "io.skewagg.SkewAggCostEvaluator"
 """Adaptive execution's cost model that knows an exchange of partial aggregates is cheap."""
 
 COST_EVALUATOR_KEY = "spark.sql.adaptive.customCostEvaluatorClass"
-
-VERSION_FUNCTION = "skewagg_version"
-"""A SQL function the extension registers; its presence shows the extension is loaded."""
 
 __all__ = [
     "COST_EVALUATOR_CLASS",
@@ -86,10 +87,6 @@ def jar_path(spark_version: Optional[str] = None) -> str:
     return str(jar_for(spark_version))
 
 
-def _split(value: Optional[str]) -> List[str]:
-    return [item.strip() for item in (value or "").split(",") if item.strip()]
-
-
 def _builder_option(builder: "SparkSession.Builder", key: str) -> Optional[str]:
     options = getattr(builder, "_options", None) or {}
     value = options.get(key)
@@ -117,27 +114,22 @@ def configure(
     missing.
     """
     jar = jar_path(spark_version)
-    jars = _split(_builder_option(builder, "spark.jars"))
+    jars = split_list(_builder_option(builder, "spark.jars"))
     if jar not in jars:
         jars.append(jar)
-    extensions = _split(_builder_option(builder, "spark.sql.extensions"))
+    extensions = split_list(_builder_option(builder, "spark.sql.extensions"))
     if EXTENSION_CLASS not in extensions:
         extensions.append(EXTENSION_CLASS)
     builder = builder.config("spark.jars", ",".join(jars)).config(
         "spark.sql.extensions", ",".join(extensions)
     )
-    providers = _split(_builder_option(builder, EXPLAIN_PROVIDERS_KEY))
+    providers = split_list(_builder_option(builder, EXPLAIN_PROVIDERS_KEY))
     if EXPLAIN_GENERATOR_CLASS not in providers:
         builder = builder.config(
             EXPLAIN_PROVIDERS_KEY, ",".join(providers + [EXPLAIN_GENERATOR_CLASS]))
     if not _builder_option(builder, COST_EVALUATOR_KEY):
         builder = builder.config(COST_EVALUATOR_KEY, COST_EVALUATOR_CLASS)
     return builder
-
-
-def is_loaded(spark: "SparkSession") -> bool:
-    """True when the skewagg extension is registered in ``spark`` (whether enabled or not)."""
-    return bool(spark.catalog.functionExists(VERSION_FUNCTION))
 
 
 def loaded_version(spark: "SparkSession") -> str:
@@ -164,34 +156,6 @@ def executor_builds(spark: "SparkSession", tasks: Optional[int] = None) -> Dict[
         build, _, executor = str(row["here"]).rpartition(" on ")
         builds[executor] = build
     return builds
-
-
-def _why_not_loaded(spark: "SparkSession") -> str:
-    extensions = _split(spark.conf.get("spark.sql.extensions", None))
-    if EXTENSION_CLASS not in extensions:
-        return (
-            f"spark.sql.extensions does not list {EXTENSION_CLASS}. Create the session with "
-            "skewagg.configure(SparkSession.builder).getOrCreate(), or pass "
-            f"--conf spark.sql.extensions={EXTENSION_CLASS} to spark-submit. If a session was "
-            "already running when skewagg.configure(...) was called, getOrCreate() returned it "
-            "unchanged (extensions and jars are fixed when the SparkContext starts): call "
-            "spark.stop() first."
-        )
-    return (
-        f"spark.sql.extensions lists {EXTENSION_CLASS}, but the class did not load in the "
-        "driver JVM, so Spark skipped it with only a warning in its log. Usually the SparkContext "
-        "was started before skewagg.configure(...) (spark.jars is read only at start-up): call "
-        "spark.stop() and create the session again with skewagg.configure(SparkSession.builder)"
-        ".getOrCreate(). With spark-submit, pass --jars \"$(python -m skewagg jar-path)\". "
-        "If the jar was built for another Spark line, session start-up fails with a message "
-        "naming the right one."
-    )
-
-
-def require_loaded(spark: "SparkSession") -> None:
-    """Raises :class:`NotLoadedError`, saying how to fix it, unless skewagg is loaded in ``spark``."""
-    if not is_loaded(spark):
-        raise NotLoadedError(f"skewagg is not loaded in this Spark session: {_why_not_loaded(spark)}")
 
 
 def enable(spark: "SparkSession") -> None:

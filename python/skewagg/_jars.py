@@ -11,7 +11,8 @@ from skewagg.errors import JarNotFoundError, UnsupportedSparkVersionError
 JARS_DIR = Path(__file__).resolve().parent / "jars"
 
 # skewagg-spark4.0_2.13-0.1.0.jar
-_JAR_NAME = re.compile(r"^skewagg-spark(?P<line>\d+\.\d+)_(?P<scala>\d+\.\d+)-(?P<version>[^/]+)\.jar$")
+_JAR_NAME = re.compile(
+    r"^skewagg-spark(?P<line>\d+\.\d+)_(?P<scala>\d+\.\d+)-(?P<version>[^/]+)\.jar$")
 
 
 def spark_line(version: str) -> str:

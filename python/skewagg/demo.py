@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import skewagg
+from skewagg._bridge import bridge
 from skewagg.tasktimes import QueryTimes, TaskTimeRecorder
 
 DEFAULT_ROWS = 8_000_000
@@ -30,9 +31,8 @@ def result_checksum(df: DataFrame) -> Tuple[Tuple[float, float], List[str]]:
     computed them, those of reused stages included."""
     totals = df.agg(F.count(F.lit(1)), F.sum("s"))
     row = totals.collect()[0]  # not head(): that runs a new limit query, not this plan
-    jvm = df.sparkSession.sparkContext._jvm
     plan = totals._jdf.queryExecution().executedPlan()  # type: ignore[operator]
-    markers = str(jvm.org.apache.spark.sql.skewagg.explain.SkewAggExplain.operatorLines(plan))
+    markers = str(bridge(df.sparkSession).operatorLines(plan))
     return (float(row[0]), float(row[1] or 0.0)), [m for m in markers.splitlines() if m]
 
 
@@ -62,7 +62,8 @@ def run(rows: Optional[int] = None) -> int:
         F.when(hot, F.lit(0)).otherwise(F.abs(F.xxhash64("id")) % KEYS).alias("k"),
         (F.col("id") % 1000 / 10.0).alias("v"),
     )
-    dim = spark.range(0, KEYS, 1, 8).select(F.col("id").alias("k"), (F.col("id") % 100).alias("attr"))
+    dim = spark.range(0, KEYS, 1, 8).select(
+        F.col("id").alias("k"), (F.col("id") % 100).alias("attr"))
 
     def query(hinted: bool) -> DataFrame:
         df = fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s"))

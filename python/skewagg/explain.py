@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from skewagg._bridge import bridge
+from skewagg._session import require_loaded
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
@@ -25,16 +28,12 @@ EXPLAIN_PROVIDERS_KEY = "spark.sql.extendedExplainProviders"
 
 def explain_text(df: "DataFrame", run: bool = False) -> str:
     """The explanation :func:`explain` prints, as a string."""
-    from skewagg import require_loaded
-
     spark = df.sparkSession
     require_loaded(spark)
     execution = df._jdf.queryExecution()
     if run:
         execution.toRdd().count()
-    jvm = spark.sparkContext._jvm
-    explainer = jvm.org.apache.spark.sql.skewagg.explain.SkewAggExplain
-    return str(explainer.explain(execution.executedPlan()))
+    return str(bridge(spark).explain(execution.executedPlan()))
 
 
 def explain(df: "DataFrame", run: bool = False) -> None:

@@ -11,11 +11,14 @@ small Spark jobs over ``df`` (key counts are cached between two of them).
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
+from skewagg._bridge import bridge
+from skewagg._session import is_loaded
 from skewagg.errors import ColumnNotFoundError, SkewAggError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -204,13 +207,15 @@ class SkewReport:
         widths = [max(len(r[c]) for r in [header] + table) for c in range(3)]
         lines.append("    " + "  ".join(h.rjust(w) for h, w in zip(header, widths)) + "  key")
         for row in table:
-            lines.append("    " + "  ".join(v.rjust(w) for v, w in zip(row, widths)) + "  " + row[3])
+            cells = "  ".join(v.rjust(w) for v, w in zip(row, widths))
+            lines.append("    " + cells + "  " + row[3])
         lines += [f"  Note: {note}" for note in self.notes]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return (f"SkewReport(keys={self.keys}, rows={self.rows}, distinct_keys={self.distinct_keys},"
-                f" top1={self.top_share(1):.3f}, gini={self.gini:.3f})")
+        return (f"SkewReport(keys={self.keys}, rows={self.rows}, "
+                f"distinct_keys={self.distinct_keys}, top1={self.top_share(1):.3f}, "
+                f"gini={self.gini:.3f})")
 
     def _repr_html_(self) -> str:
         esc = html.escape
@@ -342,6 +347,42 @@ def _conf(spark: "SparkSession", key: str, default: str) -> str:
     return default if value is None else str(value)
 
 
+# The settings' defaults, for sessions without skewagg (tests tie them to the JVM's config object).
+DEFAULT_SKEW_FACTOR = "5.0"
+DEFAULT_SKEW_FLOOR = "16MB"
+DEFAULT_SPLIT_SIZE = "1MB"
+
+
+def skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewVerdict:
+    """skewagg's skew test on ``partition_bytes`` under ``spark``'s settings: the rules' own
+    (``io.skewagg.PythonBridge.skewTest``) when skewagg is loaded, else
+    :func:`python_skew_verdict`."""
+    # Classic sessions only (a Spark Connect client has no JVM to call).
+    if getattr(spark, "_jsparkSession", None) is None or not is_loaded(spark):
+        return python_skew_verdict(spark, partition_bytes)
+    found = json.loads(str(bridge(spark).skewTest(spark._jsparkSession, list(partition_bytes))))
+    return SkewVerdict([(int(i), int(b)) for i, b in found["skewed"]], int(found["median"]),
+                       int(found["threshold"]), float(found["factor"]), int(found["floor"]),
+                       int(found["split"]))
+
+
+def python_skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewVerdict:
+    """The same test as the rules' (``SkewedPartitions`` in the JVM), for a session without
+    skewagg: tests check that the two agree."""
+    factor = float(_conf(spark, SKEW_FACTOR_KEY, DEFAULT_SKEW_FACTOR))
+    floor = parse_bytes(_conf(spark, SKEW_FLOOR_KEY, DEFAULT_SKEW_FLOOR))
+    split = parse_bytes(_conf(spark, SPLIT_SIZE_KEY, DEFAULT_SPLIT_SIZE))
+    if not partition_bytes:
+        return SkewVerdict([], 0, 0, factor, floor, split)
+    median = sorted(partition_bytes)[len(partition_bytes) // 2]
+    threshold = max(floor, int(median * factor))
+    skewed = sorted(((i, b) for i, b in enumerate(partition_bytes) if b > threshold),
+                    key=lambda x: -x[1])
+    normal = [b for i, b in enumerate(partition_bytes) if b <= threshold]
+    target = max(split, sum(normal) // len(normal) if normal else 0)
+    return SkewVerdict(skewed, median, threshold, factor, floor, target)
+
+
 def analyze(
     df: "DataFrame",
     keys: Union[str, Sequence[str]],
@@ -396,16 +437,7 @@ def analyze(
     heavy_keys = [HeavyKey(tuple(r[k] for k in range(len(names))), int(r["__rows"]),
                            int(r["__rows"]) / rows) for r in heavy]
 
-    factor = float(_conf(spark, SKEW_FACTOR_KEY, "5.0"))
-    floor = parse_bytes(_conf(spark, SKEW_FLOOR_KEY, "16MB"))
-    split = parse_bytes(_conf(spark, SPLIT_SIZE_KEY, "1MB"))
-    median = sorted(partition_bytes)[n // 2]
-    threshold = max(floor, int(median * factor))
-    skewed = sorted(((i, b) for i, b in enumerate(partition_bytes) if b > threshold),
-                    key=lambda x: -x[1])
-    normal = [b for i, b in enumerate(partition_bytes) if b <= threshold]
-    target = max(split, sum(normal) // len(normal) if normal else 0)
-    verdict = SkewVerdict(skewed, median, threshold, factor, floor, target)
+    verdict = skew_verdict(spark, partition_bytes)
     notes = [
         "partition bytes are estimates: rows x Spark's uncompressed row size; shuffle files are "
         "compressed, so Spark measures smaller sizes at run time.",

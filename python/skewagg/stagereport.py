@@ -22,6 +22,7 @@ import re
 import statistics
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
+from skewagg._session import require_loaded
 from skewagg.tasktimes import QueryTimes, StageTimes, TaskTimeRecorder, makespan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,8 +46,6 @@ class StageReport:
         self._recorder: Optional[TaskTimeRecorder] = None
 
     def __enter__(self) -> "StageReport":
-        from skewagg import require_loaded
-
         require_loaded(self._spark)
         self._recorder = TaskTimeRecorder(self._spark)
         self._recorder.clear()
@@ -121,7 +120,8 @@ class StageReport:
         cell = lambda tag, v: f"<{tag}>{html.escape(v)}</{tag}>"  # noqa: E731
         rows = ["<tr>" + "".join(cell("th", h) for h in header) + "</tr>"]
         rows += ["<tr>" + "".join(cell("td", v) for v in r) + "</tr>" for r in body + [total]]
-        return f"<div><b>Stage report {html.escape(self.label)}</b><table>{''.join(rows)}</table></div>"
+        title = f"<b>Stage report {html.escape(self.label)}</b>"
+        return f"<div>{title}<table>{''.join(rows)}</table></div>"
 
     def __repr__(self) -> str:
         if self.times is None:

@@ -15,6 +15,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, List, Sequence, Tuple, TypeVar
 
+from skewagg._bridge import bridge
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
@@ -103,10 +105,7 @@ class TaskTimeRecorder:
     """Records the task times of the queries run through :meth:`measure` (classic PySpark)."""
 
     def __init__(self, spark: "SparkSession") -> None:
-        jvm = spark.sparkContext._jvm
-        self._recorder = jvm.org.apache.spark.sql.skewagg.monitor.TaskTimeRecorder.attach(
-            spark.sparkContext._jsc.sc()
-        )
+        self._recorder = bridge(spark).attachTaskTimeRecorder(spark.sparkContext._jsc.sc())
 
     def clear(self) -> None:
         """Forgets the tasks recorded so far."""

@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
 import skewagg
+from plans import reported
 
 QUERY, TOKEN_DIR = sys.argv[1], sys.argv[2]
 ADAPTIVE = [mode == "true" for mode in sys.argv[3].split(",")]
@@ -145,7 +146,7 @@ for adaptive in ADAPTIVE:
         df = query(spark, killer(token(map_token)), killer(token(final_token)))
         rows: List[str] = sorted(repr(tuple(r)) for r in df.collect())
         result["rows"][run] = rows
-        result["plans"][run] = df._jdf.queryExecution().executedPlan().toString()
+        result["plans"][run] = reported(df)
         result["seen"][run] = failures_seen(sc, run)
         killed = token(map_token if name == "map" else final_token)
         if killed != disarmed:

@@ -7,6 +7,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import skewagg
+from plans import reported
 
 spark = SparkSession.builder.getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
@@ -23,6 +24,6 @@ if report["loaded"]:
         .hint("skew_agg")
     )
     report["total"] = df.agg(F.sum("s")).head()[0]
-    report["plan"] = df._jdf.queryExecution().executedPlan().toString()
+    report["plan"] = reported(df)
 print("REPORT " + json.dumps(report))
 spark.stop()

@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import skewagg
+from plans import Plan, reported
 
 spark = SparkSession.builder.config("spark.sql.shuffle.partitions", "6").getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
@@ -30,21 +31,10 @@ QUERY = (
 )
 
 
-def split_metrics(plan) -> dict:
+def split_metrics(plan: Plan) -> dict:
     """{"hotKeys": n, "splits": n} of the plan's HotKeySplitAggregateExec, or {} without one."""
-    name = plan.getClass().getSimpleName()
-    if name == "AdaptiveSparkPlanExec":
-        return split_metrics(plan.executedPlan())
-    if name.endswith("QueryStageExec"):
-        return split_metrics(plan.plan())
-    if name == "HotKeySplitAggregateExec":
-        metrics = plan.metrics()
-        return {m: metrics.apply(m).value() for m in ("hotKeys", "splits")}
-    children = plan.children()
-    for i in range(children.size()):
-        found = split_metrics(children.apply(i))
-        if found:
-            return found
+    for split in plan.named("HotKeySplitAggregateExec"):
+        return {m: (split.metrics or {})[m] for m in ("hotKeys", "splits")}
     return {}
 
 
@@ -56,7 +46,7 @@ for adaptive in (False, True):
         df = spark.sql(QUERY)
         name = f"skewagg={on},adaptive={adaptive}"
         report["rows"][name] = sorted(repr(tuple(r)) for r in df.collect())
-        report["plans"][name] = df._jdf.queryExecution().executedPlan().toString()
-        report["splits"][name] = split_metrics(df._jdf.queryExecution().executedPlan())
+        report["plans"][name] = reported(df)
+        report["splits"][name] = split_metrics(Plan(**report["plans"][name]))
 print("REPORT " + json.dumps(report))
 spark.stop()

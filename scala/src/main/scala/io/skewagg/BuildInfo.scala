@@ -8,7 +8,8 @@ object BuildInfo {
     val p = new Properties()
     val in = getClass.getResourceAsStream("/skewagg-build.properties")
     if (in != null) {
-      try p.load(in) finally in.close()
+      try p.load(in)
+      finally in.close()
     }
     p
   }

@@ -4,7 +4,7 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{Cost, CostEvaluator}
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf}
+import org.apache.spark.sql.skewagg.{CheapExchanges, SkewAggConf}
 import org.apache.spark.sql.skewagg.skewsplit.SparkCostModel
 
 /**
@@ -20,8 +20,9 @@ import org.apache.spark.sql.skewagg.skewsplit.SparkCostModel
  */
 class SkewAggCostEvaluator extends CostEvaluator {
   override def evaluateCost(plan: SparkPlan): Cost = {
-    val cheap = if (!SkewAggConf.enabled(SQLConf.get)) 0 else plan.collect {
-      case s: ShuffleExchangeLike if PartialAggregates.isCheapExchange(s) => s
+    val cheap = if (!SkewAggConf.enabled(SQLConf.get)) 0
+    else plan.collect {
+      case s: ShuffleExchangeLike if CheapExchanges.isCheapExchange(s) => s
     }.size
     SparkCostModel.costWithout(plan, uncounted = cheap)
   }

@@ -4,11 +4,15 @@ import org.apache.spark.SPARK_VERSION
 import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.skewagg._
 import org.apache.spark.sql.skewagg.PlanningFallback.{check, columnar, logical, physical, strategy}
-import org.apache.spark.sql.skewagg.localagg.{DropUnneededMergeAfterShuffle,
-  LocalAggregateBeforeJoin, PartialAggregateBeforeRepartition, PlanPartialAggregates}
+import org.apache.spark.sql.skewagg.localagg.{
+  DropUnneededMergeAfterShuffle, LocalAggregateBeforeJoin, PartialAggregateBeforeRepartition,
+  PlanPartialAggregates
+}
 import org.apache.spark.sql.skewagg.singlekey.PlanHolisticAggregatesSortBased
-import org.apache.spark.sql.skewagg.skewsplit.{CoalescePartialResultExchanges, PlanColumnarHook,
-  SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate, SplitSkewedShuffleBelowAggregate}
+import org.apache.spark.sql.skewagg.skewsplit.{
+  CoalescePartialResultExchanges, PlanColumnarHook, SplitSkewedBucketsBelowAggregate,
+  SplitSkewedJoinBelowAggregate, SplitSkewedShuffleBelowAggregate
+}
 
 /**
  * The skewagg entry point: `spark.sql.extensions=io.skewagg.SkewAggExtensions`.
@@ -47,7 +51,8 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectPlannerStrategy(s => strategy(PlanPartialAggregates(s)))
     // Physical planning: (flushing) partial aggregate below a user repartition.
     extensions.injectPlannerStrategy(s => strategy(PartialAggregateBeforeRepartition(s)))
-    // Physical planning: holistic aggregates (percentile, mode) of batch queries, one key at a time.
+    // Physical planning: holistic aggregates (percentile, mode) of batch queries, one key at a
+    // time.
     extensions.injectPlannerStrategy(s => strategy(PlanHolisticAggregatesSortBased(s)))
     // Adaptive query-stage preparation: split a skewed user repartition below an aggregate.
     extensions.injectQueryStagePrepRule(s => physical(SplitSkewedShuffleBelowAggregate(s)))

@@ -21,6 +21,7 @@ import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
  * were are fused again, so a plan skewagg does not rewrite stays exactly Spark's.
  */
 object FusedAggregates {
+
   /** On a final half made by [[splitWhere]]: the fused aggregate and the partial half. */
   private val SplitFrom = TreeNodeTag[(BaseAggregateExec, SparkPlan)]("skewagg.splitFrom")
 
@@ -53,14 +54,17 @@ object FusedAggregates {
    */
   def halves(agg: BaseAggregateExec): Option[(BaseAggregateExec, BaseAggregateExec)] = {
     if (!isFused(agg)) return None
-    AggUtils.planAggregateWithoutDistinct(agg.groupingExpressions, outputNamed(agg),
-      agg.resultExpressions, agg.child) match {
+    AggUtils.planAggregateWithoutDistinct(
+      agg.groupingExpressions,
+      outputNamed(agg),
+      agg.resultExpressions,
+      agg.child) match {
       case Seq(top: BaseAggregateExec) => top.child match {
-        case partial: BaseAggregateExec =>
-          agg.logicalLink.foreach { l => top.setLogicalLink(l); partial.setLogicalLink(l) }
-          Some((top, partial))
-        case _ => None
-      }
+          case partial: BaseAggregateExec =>
+            agg.logicalLink.foreach { l => top.setLogicalLink(l); partial.setLogicalLink(l) }
+            Some((top, partial))
+          case _ => None
+        }
       case _ => None
     }
   }
@@ -68,7 +72,7 @@ object FusedAggregates {
   /**
    * `agg`'s aggregate expressions, each with the result id `agg` outputs it under: a fused
    * DISTINCT aggregate keeps the final half's attributes and the partial half's expressions,
-   * whose result ids differ (fuzz seed 5, case 367).
+   * whose result ids differ (docs/rewrites.md, "Fused aggregates").
    */
   private def outputNamed(agg: BaseAggregateExec): Seq[AggregateExpression] =
     agg.aggregateExpressions.zip(agg.aggregateAttributes).map { case (e, a) =>
@@ -101,7 +105,7 @@ object FusedAggregates {
       case top: BaseAggregateExec
           if top.getTagValue(SplitFrom).exists(s => sameNode(s._2, top.child)) =>
         val fused = top.getTagValue(SplitFrom).get._1.withNewChildren(top.child.children)
-        top.child.getTagValue(SkewAggDecisions.Tag).foreach(SkewAggDecisions.record(fused, _))
+        SkewAggDecisions.of(top.child).foreach(SkewAggDecisions.record(fused, _))
         fused
     }
   }

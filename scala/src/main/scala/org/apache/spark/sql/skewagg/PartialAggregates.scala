@@ -3,12 +3,13 @@ package org.apache.spark.sql.skewagg
 import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpression}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Partial, PartialMerge}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
-import org.apache.spark.sql.catalyst.trees.TreeNodeTag
-import org.apache.spark.sql.execution.{ExpandExec, FilterExec, InputAdapter, ProjectExec, SparkPlan, WholeStageCodegenExec}
+import org.apache.spark.sql.execution.{
+  ExpandExec, FilterExec, InputAdapter, ProjectExec, SparkPlan, WholeStageCodegenExec
+}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, QueryStageExec}
-import org.apache.spark.sql.execution.aggregate.{BaseAggregateExec, HashAggregateExec, ObjectHashAggregateExec, SortAggregateExec}
-import org.apache.spark.sql.execution.exchange.{EnsureRequirements, ShuffleExchangeLike}
-import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.execution.aggregate.{
+  BaseAggregateExec, HashAggregateExec, ObjectHashAggregateExec, SortAggregateExec
+}
 
 /**
  * An operator of skewagg's that aggregates input rows partially, as Spark's Partial-mode
@@ -18,7 +19,7 @@ import org.apache.spark.sql.internal.SQLConf
  */
 trait BottomPartialAggregateExec { self: SparkPlan => }
 
-/** Recognising partial aggregates, and the exchanges above them that move only their results. */
+/** Recognising partial aggregates, and turning Spark's final half into a merge of partials. */
 object PartialAggregates {
 
   /** `plan` without the wrappers that codegen and adaptive execution put around operators. */
@@ -64,7 +65,7 @@ object PartialAggregates {
    * Partial, or, grouping only, it has no distribution requirement (the bottom step). Only such an
    * aggregate may read split input: above it, Spark's DISTINCT plans merge the partials of each
    * (keys, DISTINCT value) group (PartialMerge) and then count the value once per row, so that
-   * merge needs each group whole (found by fuzzing: split reads of it counted values twice).
+   * merge needs each group whole (split reads of it counted values twice: docs/testing.md).
    */
   def isBottomPartial(plan: SparkPlan): Boolean = unwrap(plan) match {
     case agg: BaseAggregateExec if agg.aggregateExpressions.nonEmpty =>
@@ -72,59 +73,6 @@ object PartialAggregates {
     case agg: BaseAggregateExec => agg.requiredChildDistributionExpressions.isEmpty
     case _: BottomPartialAggregateExec => true
     case _ => false
-  }
-
-  /**
-   * A cheap exchange: it shuffles the output of a partial aggregate, at most one row per key and
-   * upstream task, instead of the rows the aggregate read.
-   */
-  def isCheapExchange(plan: SparkPlan): Boolean = plan match {
-    case e: ShuffleExchangeLike => isPartial(e.child)
-    case _ => false
-  }
-
-  /**
-   * Partitions for an exchange of partial results: more than Spark's bypass-merge threshold
-   * (`spark.shuffle.sort.bypassMergeThreshold`, 200). Below it every map task writes one file per
-   * partition, and with many tasks each writing a few partial rows that costs more than the
-   * aggregation (measured: the median task of a split join stage took 78-133 ms with 200
-   * partitions, 33-38 ms with 201, against 32 ms for the unsplit stage; 20M rows, 263 tasks).
-   * Adaptive execution coalesces the small partitions afterwards, as usual.
-   */
-  def cheapExchangePartitions(requested: Int): Int = {
-    val bypass = org.apache.spark.SparkEnv.get match {
-      case null => 200
-      case env => env.conf.getInt("spark.shuffle.sort.bypassMergeThreshold", 200)
-    }
-    math.max(requested, bypass + 1)
-  }
-
-  /** Marks the exchanges a plan had before a rewrite; copies of a node keep its tags. */
-  private val ExistingExchange = TreeNodeTag[Unit]("skewagg.existingExchange")
-
-  /**
-   * `rewrite(original)` with the exchanges its distribution requirements now need, if every
-   * exchange that adds (and at least `minAdded`) is cheap; otherwise (or when the rewrite changed
-   * nothing) `original`. An exchange of `original` stays itself even where the rewrite gave it a
-   * new child, and so a new instance (above a union, say).
-   */
-  def withCheapExchanges(original: SparkPlan, minAdded: Int)(rewrite: SparkPlan => SparkPlan): SparkPlan = {
-    original.foreach {
-      case e: ShuffleExchangeLike => e.setTagValue(ExistingExchange, ())
-      case _ =>
-    }
-    val rewritten = rewrite(original)
-    if (rewritten.fastEquals(original)) return original
-    // Only cheap exchanges may be added (checked below), so their partition count is ours to set.
-    val conf = SQLConf.get.clone()
-    conf.setConf(SQLConf.SHUFFLE_PARTITIONS, cheapExchangePartitions(conf.numShufflePartitions))
-    val ensured = SQLConf.withExistingConf(conf) {
-      EnsureRequirements(optimizeOutRepartition = false).apply(rewritten)
-    }
-    val added = ensured.collect {
-      case e: ShuffleExchangeLike if e.getTagValue(ExistingExchange).isEmpty => e
-    }
-    if (added.size >= minAdded && added.forall(isCheapExchange)) ensured else original
   }
 
   /**
@@ -139,17 +87,30 @@ object PartialAggregates {
       finalAggregate: BaseAggregateExec,
       distribution: Option[Seq[Expression]],
       child: SparkPlan): SparkPlan = {
-    val merging = finalAggregate.aggregateExpressions.map(_.copy(mode = PartialMerge, filter = None))
+    val merging =
+      finalAggregate.aggregateExpressions.map(_.copy(mode = PartialMerge, filter = None))
     val keys = finalAggregate.groupingExpressions.map(_.toAttribute)
     val result = keys ++ merging.flatMap(_.aggregateFunction.inputAggBufferAttributes)
     val buffers = merging.map(_.resultAttribute)
     finalAggregate match {
-      case a: HashAggregateExec => a.copy(requiredChildDistributionExpressions = distribution,
-        aggregateExpressions = merging, aggregateAttributes = buffers, resultExpressions = result, child = child)
-      case a: ObjectHashAggregateExec => a.copy(requiredChildDistributionExpressions = distribution,
-        aggregateExpressions = merging, aggregateAttributes = buffers, resultExpressions = result, child = child)
-      case a: SortAggregateExec => a.copy(requiredChildDistributionExpressions = distribution,
-        aggregateExpressions = merging, aggregateAttributes = buffers, resultExpressions = result, child = child)
+      case a: HashAggregateExec => a.copy(
+          requiredChildDistributionExpressions = distribution,
+          aggregateExpressions = merging,
+          aggregateAttributes = buffers,
+          resultExpressions = result,
+          child = child)
+      case a: ObjectHashAggregateExec => a.copy(
+          requiredChildDistributionExpressions = distribution,
+          aggregateExpressions = merging,
+          aggregateAttributes = buffers,
+          resultExpressions = result,
+          child = child)
+      case a: SortAggregateExec => a.copy(
+          requiredChildDistributionExpressions = distribution,
+          aggregateExpressions = merging,
+          aggregateAttributes = buffers,
+          resultExpressions = result,
+          child = child)
       case other => throw new IllegalStateException(s"not a Spark aggregate: ${other.nodeName}")
     }
   }

@@ -100,17 +100,17 @@ object PlanningFallback extends Logging {
    */
   def physical(rule: Rule[SparkPlan]): Rule[SparkPlan] = rule match {
     case read: SkewAggShuffleReadRule => new AQEShuffleReadRule with Guarded {
-      override val wrapped: AnyRef = read
-      override val ruleName: String = nameOf(read)
-      override protected def supportedShuffleOrigins: Seq[ShuffleOrigin] =
-        read.supportedShuffleOrigins
-      override def apply(plan: SparkPlan): SparkPlan = guarded(ruleName, plan, plan)(read(plan))
-    }
+        override val wrapped: AnyRef = read
+        override val ruleName: String = nameOf(read)
+        override protected def supportedShuffleOrigins: Seq[ShuffleOrigin] =
+          read.supportedShuffleOrigins
+        override def apply(plan: SparkPlan): SparkPlan = guarded(ruleName, plan, plan)(read(plan))
+      }
     case _ => new Rule[SparkPlan] with Guarded {
-      override val wrapped: AnyRef = rule
-      override val ruleName: String = nameOf(rule)
-      override def apply(plan: SparkPlan): SparkPlan = guarded(ruleName, plan, plan)(rule(plan))
-    }
+        override val wrapped: AnyRef = rule
+        override val ruleName: String = nameOf(rule)
+        override def apply(plan: SparkPlan): SparkPlan = guarded(ruleName, plan, plan)(rule(plan))
+      }
   }
 
   /** A columnar rule whose transition hooks return their input when they fail. */

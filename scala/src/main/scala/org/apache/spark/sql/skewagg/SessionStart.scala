@@ -4,6 +4,7 @@ import org.apache.spark.SparkContext
 
 /** What skewagg checks when a session starts (the extension is applied). */
 object SessionStart {
+
   /**
    * Registers skewagg's settings with SQLConf and checks the values of the running SparkContext's
    * config: an invalid one fails `getOrCreate()` with a message naming the key, instead of

@@ -27,8 +27,10 @@ object SkewAggConf {
   }
 
   private def listed[T](entry: ConfigEntry[T]): ConfigEntry[T] = {
-    require(valid.contains(entry.key), s"${entry.key} has no valid values: build it with " +
-      "trueOrFalse, intAtLeast, intBetween, longAtLeast, doubleAtLeast, fraction or bytesAtLeast")
+    require(
+      valid.contains(entry.key),
+      s"${entry.key} has no valid values: build it with " +
+        "trueOrFalse, intAtLeast, intBetween, longAtLeast, doubleAtLeast, fraction or bytesAtLeast")
     registered :+= entry
     entry
   }
@@ -47,49 +49,76 @@ object SkewAggConf {
       checked(builder.booleanConf, ValidValues("true or false", Seq("maybe", "1", "")))
 
     def intAtLeast(min: Int): TypedConfigBuilder[Int] =
-      checked(builder.intConf, ValidValues(s"an integer of at least $min",
-        Seq("abc", "1.5", (min.toLong - 1).toString, "99999999999")), (_: Int) >= min)
+      checked(
+        builder.intConf,
+        ValidValues(
+          s"an integer of at least $min",
+          Seq("abc", "1.5", (min.toLong - 1).toString, "99999999999")),
+        (_: Int) >= min)
 
     def intBetween(min: Int, max: Int): TypedConfigBuilder[Int] =
-      checked(builder.intConf, ValidValues(s"an integer from $min to $max",
-        Seq("abc", "1.5", (min.toLong - 1).toString, (max.toLong + 1).toString)),
+      checked(
+        builder.intConf,
+        ValidValues(
+          s"an integer from $min to $max",
+          Seq("abc", "1.5", (min.toLong - 1).toString, (max.toLong + 1).toString)),
         (v: Int) => v >= min && v <= max)
 
     def longAtLeast(min: Long): TypedConfigBuilder[Long] =
-      checked(builder.longConf, ValidValues(s"an integer of at least $min",
-        Seq("abc", "1.5", (min - 1).toString)), (_: Long) >= min)
+      checked(
+        builder.longConf,
+        ValidValues(s"an integer of at least $min", Seq("abc", "1.5", (min - 1).toString)),
+        (_: Long) >= min)
 
     /** A fraction in (0, 1]. */
     def fraction: TypedConfigBuilder[Double] =
-      checked(builder.doubleConf, ValidValues("a number greater than 0 and at most 1",
-        Seq("abc", "0", "1.5", "NaN")), (v: Double) => v > 0.0 && v <= 1.0)
+      checked(
+        builder.doubleConf,
+        ValidValues("a number greater than 0 and at most 1", Seq("abc", "0", "1.5", "NaN")),
+        (v: Double) => v > 0.0 && v <= 1.0)
 
     def doubleAtLeast(min: Double): TypedConfigBuilder[Double] =
-      checked(builder.doubleConf, ValidValues(s"a finite number of at least $min",
-        Seq("abc", (min - 0.5).toString, "NaN", "Infinity")),
+      checked(
+        builder.doubleConf,
+        ValidValues(
+          s"a finite number of at least $min",
+          Seq("abc", (min - 0.5).toString, "NaN", "Infinity")),
         (v: Double) => v >= min && !v.isInfinite)
 
     /** Empty, or a name such as a class name: letters and digits. */
     def nameOrEmpty: TypedConfigBuilder[String] =
-      checked(builder.stringConf, ValidValues("empty, or a name of letters and digits",
-        Seq("no such rule!", "1x")), (v: String) => v.matches("([A-Za-z][A-Za-z0-9]*)?"))
+      checked(
+        builder.stringConf,
+        ValidValues("empty, or a name of letters and digits", Seq("no such rule!", "1x")),
+        (v: String) => v.matches("([A-Za-z][A-Za-z0-9]*)?"))
 
     def bytesAtLeast(min: Long): TypedConfigBuilder[Long] =
-      checked(builder.bytesConf(ByteUnit.BYTE),
-        ValidValues(s"a size of at least ${min}b, in bytes or with a unit such as 512k, 16m, 1g",
-          Seq("abc", "12 parsecs", (min - 1).toString)), (_: Long) >= min)
+      checked(
+        builder.bytesConf(ByteUnit.BYTE),
+        ValidValues(
+          s"a size of at least ${min}b, in bytes or with a unit such as 512k, 16m, 1g",
+          Seq("abc", "12 parsecs", (min - 1).toString)),
+        (_: Long) >= min)
 
     /** `base` whose converter also rejects what `ok` refuses, with [[invalidValueMessage]]. */
-    private def checked[T](base: TypedConfigBuilder[T], values: ValidValues,
+    private def checked[T](
+        base: TypedConfigBuilder[T],
+        values: ValidValues,
         ok: T => Boolean = (_: T) => true): TypedConfigBuilder[T] = {
       val key = builder.key
       valid += key -> values
-      def reject(value: String) = throw new IllegalArgumentException(invalidValueMessage(key, value))
-      new TypedConfigBuilder[T](builder, { value =>
-        val parsed = try base.converter(value) catch { case NonFatal(_) => reject(value) }
-        if (!ok(parsed)) reject(value)
-        parsed
-      }, base.stringConverter)
+      def reject(value: String) =
+        throw new IllegalArgumentException(invalidValueMessage(key, value))
+      new TypedConfigBuilder[T](
+        builder,
+        { value =>
+          val parsed =
+            try base.converter(value)
+            catch { case NonFatal(_) => reject(value) }
+          if (!ok(parsed)) reject(value)
+          parsed
+        },
+        base.stringConverter)
     }
   }
 
@@ -351,6 +380,11 @@ object SkewAggConf {
 
   /** Every entry, in declaration order. */
   def entries: Seq[ConfigEntry[_]] = registered
+
+  /** The default of the setting `key`, as its entry prints it (e.g. "16MB"); fails if unknown. */
+  def defaultOf(key: String): String = registered.find(_.key == key)
+    .getOrElse(throw new IllegalArgumentException(s"not a skewagg setting: $key"))
+    .defaultValueString
 
   def enabled(conf: SQLConf): Boolean = conf.getConf(ENABLED)
 

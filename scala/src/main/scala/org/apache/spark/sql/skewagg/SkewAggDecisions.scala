@@ -1,36 +1,46 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.catalyst.trees.TreeNodeTag
+import org.apache.spark.sql.catalyst.trees.{TreeNode, TreeNodeTag}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.QueryStageExec
 
 /**
- * Why a rule left an aggregate alone, for a reason the plan does not show, recorded where the
- * rule decides: a tag on the aggregate it looked at, which the explanation (`skewagg.explain`,
- * `EXPLAIN EXTENDED`) prints for that aggregate.
+ * The [[SkewAggDecision]]s rules made about an aggregate, recorded where they decide: a tag on
+ * the node they looked at (the physical aggregate, or the logical aggregate a strategy planned
+ * from), which the explanation (`skewagg.explain`, `EXPLAIN EXTENDED`) prints for that aggregate.
+ * A node keeps each distinct decision once, in the order recorded: rules run again each time
+ * adaptive execution re-plans.
  */
 object SkewAggDecisions {
-  val Tag: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.decision")
+  val Tag: TreeNodeTag[Seq[SkewAggDecision]] = TreeNodeTag[Seq[SkewAggDecision]]("skewagg.decision")
 
   /**
-   * Records on `plan` (the aggregate a rule decided about) why it was left alone; returns it.
-   * The text also goes on the query stages below it: when a query-stage preparation rule leaves
+   * Records on `plan` (the aggregate a rule decided about) what the rule decided; returns it.
+   * The record also goes on the query stages below it: when a query-stage preparation rule leaves
    * a plan unchanged, adaptive execution keeps its previous plan object (equal, but without the
    * tag), whose materialized stages are the same objects.
    */
-  def record[T <: SparkPlan](plan: T, decision: String): T = {
-    plan.setTagValue(Tag, decision)
+  def record[T <: SparkPlan](plan: T, decision: SkewAggDecision): T = {
+    add(plan, decision)
     plan.foreach {
-      case s: QueryStageExec => s.setTagValue(Tag, decision)
+      case s: QueryStageExec => add(s, decision)
       case _ =>
     }
     plan
   }
 
   /**
-   * Records on a logical aggregate why a planner strategy left it alone: explanations read it
-   * through the logical link of the aggregate Spark plans from it.
+   * Records on a logical aggregate what a planner strategy decided: explanations read it through
+   * the logical link of the aggregate Spark plans from it.
    */
-  def record(aggregate: LogicalPlan, decision: String): Unit = aggregate.setTagValue(Tag, decision)
+  def record(aggregate: LogicalPlan, decision: SkewAggDecision): Unit = add(aggregate, decision)
+
+  /** The decisions recorded on `node`. */
+  def of(node: TreeNode[_]): Seq[SkewAggDecision] = node.getTagValue(Tag).getOrElse(Nil)
+
+  private def add(node: TreeNode[_], decision: SkewAggDecision): Unit = {
+    val before = of(node)
+    if (!before.contains(decision)) node.setTagValue(Tag, before :+ decision)
+  }
 }

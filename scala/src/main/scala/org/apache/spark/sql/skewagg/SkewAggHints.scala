@@ -89,8 +89,8 @@ case class ResolveSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] 
         case n: NamedExpression => n.name
         case Literal(v, _) if v != null => v.toString
         case other => throw new SkewAggAnalysisException(
-          s"${h.name.toUpperCase} hint parameters must be column names, got ${other.sql}. " +
-            s"Write /*+ ${h.name.toUpperCase}(column, ...) */ or leave the parameters out.")
+            s"${h.name.toUpperCase} hint parameters must be column names, got ${other.sql}. " +
+              s"Write /*+ ${h.name.toUpperCase}(column, ...) */ or leave the parameters out.")
       }
       val hint = SkewAggHint(force, columns)
       val hinted = SkewAggHints.attach(h.child, hint).getOrElse(throw new SkewAggAnalysisException(
@@ -126,9 +126,11 @@ case class CheckSkewAggHints(session: SparkSession) extends (LogicalPlan => Unit
         val resolver = session.sessionState.conf.resolver
         hint.columns.foreach { column =>
           val nameParts = UnresolvedAttribute.parseAttributeName(column)
-          val exists = try a.child.resolve(nameParts, resolver).isDefined catch {
-            case _: AnalysisException => true // ambiguous: more than one column has that name
-          }
+          val exists =
+            try a.child.resolve(nameParts, resolver).isDefined
+            catch {
+              case _: AnalysisException => true // ambiguous: more than one column has that name
+            }
           if (!exists) {
             val available = a.child.output.map(c => (c.qualifier :+ c.name).mkString("."))
             throw new SkewAggAnalysisException(

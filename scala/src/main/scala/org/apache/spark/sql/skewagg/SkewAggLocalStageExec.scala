@@ -18,6 +18,17 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 trait SkewAggRewriteExec { self: SparkPlan => }
 
 /**
+ * An operator of skewagg's own that replaces Spark's aggregate whole (one key at a time): the
+ * explanation lists it as an aggregate, labelled by its logical aggregate, and prints `decision`.
+ */
+trait SkewAggAggregateExec extends SkewAggRewriteExec { self: SparkPlan =>
+  def groupingAttributes: Seq[Attribute]
+
+  /** What it did, with its numbers once it ran (keys, rows, hot keys split, splits). */
+  def decision: String
+}
+
+/**
  * Marks, in the executed plan and the Spark UI, the local (partial) stage of an aggregate that a
  * skewagg rule rewrote: it sits directly above that partial aggregate, passes its rows through
  * unchanged (inside the aggregate's whole-stage codegen, if it has one), counts them, and names
@@ -25,7 +36,7 @@ trait SkewAggRewriteExec { self: SparkPlan => }
  * join below the aggregate: partition 17 is 42.8 MiB, 54x the median 800.0 KiB]`.
  */
 case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartitions: Int = 0)
-  extends UnaryExecNode with CodegenSupport with SkewAggRewriteExec {
+    extends UnaryExecNode with CodegenSupport with SkewAggRewriteExec {
 
   override def output: Seq[Attribute] = child.output
   override def outputPartitioning: Partitioning = child.outputPartitioning
@@ -83,6 +94,7 @@ case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartit
 }
 
 object SkewAggLocalStageExec {
+
   /** What a rule decided at run time about the rewrite's next step (after its exchange). */
   val RunTimeDecision: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.runTimeDecision")
 
@@ -95,7 +107,8 @@ object SkewAggLocalStageExec {
   /** "partition 17 is 42.8 MiB, 54x the median 800.0 KiB" for the largest skewed partition. */
   def describe(what: String, skew: SkewedPartitions): String = skew.skewed.sortBy(-_._2).headOption
     .map { case (id, size) =>
-      val ratio = if (skew.medianSize > 0) f"${size.toDouble / skew.medianSize}%.0fx" else "many times"
+      val ratio =
+        if (skew.medianSize > 0) f"${size.toDouble / skew.medianSize}%.0fx" else "many times"
       val more = if (skew.skewed.size > 1) s" (and ${skew.skewed.size - 1} more skewed)" else ""
       s"$what $id is ${bytes(size)}, $ratio the median ${bytes(skew.medianSize)}$more"
     }.getOrElse(s"no skewed $what")

@@ -12,7 +12,8 @@ case class SkewedPartitions(medianSize: Long, threshold: Long, skewed: Seq[(Int,
 
 object SkewedPartitions {
   def threshold(medianSize: Long, conf: SQLConf): Long =
-    math.max(conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE),
+    math.max(
+      conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE),
       (medianSize * conf.getConf(SkewAggConf.SKEW_FACTOR)).toLong)
 
   def find(sizes: Array[Long], conf: SQLConf): SkewedPartitions = {
@@ -20,8 +21,23 @@ object SkewedPartitions {
     val sorted = sizes.sorted
     val median = sorted(sorted.length / 2)
     val limit = threshold(median, conf)
-    SkewedPartitions(median, limit, sizes.zipWithIndex.collect {
-      case (size, i) if size > limit => (i, size)
-    }.toSeq)
+    SkewedPartitions(
+      median,
+      limit,
+      sizes.zipWithIndex.collect {
+        case (size, i) if size > limit => (i, size)
+      }.toSeq)
+  }
+
+  /**
+   * The size of the pieces a skewed partition is read in: the average partition that is not
+   * skewed, at least `spark.skewagg.skew.minSplitSize`.
+   */
+  def splitSize(sizes: Array[Long], skew: SkewedPartitions, conf: SQLConf): Long = {
+    val skewedIds = skew.skewed.map(_._1).toSet
+    val normal = sizes.indices.filterNot(skewedIds).map(sizes(_))
+    math.max(
+      conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE),
+      if (normal.isEmpty) 0L else normal.sum / normal.length)
   }
 }

@@ -24,6 +24,7 @@ case class WarnUnknownSkewAggSettings(session: SparkSession) extends (LogicalPla
 }
 
 object WarnUnknownSkewAggSettings {
+
   /** Keys warned about in this JVM: one warning per key (as many as distinct typos). */
   private val warned = ConcurrentHashMap.newKeySet[String]()
 

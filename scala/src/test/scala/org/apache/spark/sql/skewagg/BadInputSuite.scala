@@ -16,9 +16,11 @@ class BadInputSuite extends SkewAggSuiteBase {
     val before = spark.conf.getOption(key)
     val e = intercept[IllegalArgumentException](set)
     assert(e.getMessage == SkewAggConf.invalidValueMessage(key, value), e.getMessage)
-    assert(e.getMessage.contains(key) &&
-      e.getMessage.contains(SkewAggConf.validValues(SkewAggConf.entries.find(_.key == key).get)
-        .description), e.getMessage)
+    assert(
+      e.getMessage.contains(key) &&
+        e.getMessage.contains(SkewAggConf.validValues(SkewAggConf.entries.find(_.key == key).get)
+          .description),
+      e.getMessage)
     assert(spark.conf.getOption(key) == before, s"$key changed to a rejected value")
     e
   }
@@ -90,8 +92,9 @@ class BadInputSuite extends SkewAggSuiteBase {
 
     val queries: Seq[SparkSession => DataFrame] = Seq(
       s => fact(s).repartition(col("k")).groupBy("k").agg(sum("v"), count("*")),
-      s => fact(s).join(fact(s).select(col("k"), col("v").as("w")), "k").groupBy("k")
-        .agg(sum("v")),
+      s =>
+        fact(s).join(fact(s).select(col("k"), col("v").as("w")), "k").groupBy("k")
+          .agg(sum("v")),
       s => fact(s).groupBy("k").agg(percentile(col("v"), lit(0.5))))
     for (s <- Seq(once, twice); adaptive <- Seq("false", "true")) {
       s.conf.set(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key, adaptive)

@@ -10,7 +10,8 @@ class ConfigDocsSuite extends AnyFunSuite {
     val path = GenerateConfigDocs.projectRoot.resolve(GenerateConfigDocs.relativePath)
     assert(Files.exists(path), s"$path is missing: run `make docs`")
     val committed = new String(Files.readAllBytes(path), StandardCharsets.UTF_8)
-    assert(committed == GenerateConfigDocs.render(),
+    assert(
+      committed == GenerateConfigDocs.render(),
       s"$path is stale: run `make docs` and commit the result")
   }
 

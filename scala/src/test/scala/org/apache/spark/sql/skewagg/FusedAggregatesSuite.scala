@@ -22,7 +22,8 @@ class FusedAggregatesSuite extends SkewAggSuiteBase {
     SQLConf.REPLACE_HASH_WITH_SORT_AGG_ENABLED.key -> on.toString)
 
   private def complete(plan: SparkPlan): Seq[BaseAggregateExec] = nodes[BaseAggregateExec](plan)
-    .filter(a => a.aggregateExpressions.nonEmpty && a.aggregateExpressions.forall(_.mode == Complete))
+    .filter(a =>
+      a.aggregateExpressions.nonEmpty && a.aggregateExpressions.forall(_.mode == Complete))
 
   private def splits(d: Differential, prefix: String): Int =
     nodes[SkewAggLocalStageExec](d.plan(on = true, adaptive = true))
@@ -37,7 +38,8 @@ class FusedAggregatesSuite extends SkewAggSuiteBase {
     bothWays(SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false")(s =>
       fact(s, skewed = true).repartition(col("k")).groupBy("k").agg(sum("v"), max("i"))) {
       (fuse, d) =>
-        assert(splits(d, "skewed repartition read in splits") == 1,
+        assert(
+          splits(d, "skewed repartition read in splits") == 1,
           s"fuse=$fuse\n${d.plan(on = true, adaptive = true)}")
         // No partial aggregate of Spark's own is left fused above the split read.
         assert(complete(d.plan(on = true, adaptive = true)).isEmpty)
@@ -48,27 +50,30 @@ class FusedAggregatesSuite extends SkewAggSuiteBase {
     bothWays(SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false")(s =>
       fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v"), count(lit(1)))) {
       (fuse, d) =>
-        assert(splits(d, "skew split of the join below the aggregate") == 1,
+        assert(
+          splits(d, "skew split of the join below the aggregate") == 1,
           s"fuse=$fuse\n${d.plan(on = true, adaptive = true)}")
     }
   }
 
   test("uniform data: the fused aggregate stays exactly Spark's") {
-    bothWays(SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false",
-        SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false")(s =>
+    bothWays(
+      SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false",
+      SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false")(s =>
       fact(s, skewed = false).join(dim(s), "k").groupBy("k").agg(sum("v"))) { (fuse, d) =>
       for (adaptive <- Seq(false, true)) {
         assert(shape(d.plan(on = true, adaptive)) == shape(d.plan(on = false, adaptive)))
       }
       if (fuse && FusedAggregatesSuite.combinesAdjacent) {
-        assert(complete(d.plan(on = true, adaptive = true)).nonEmpty,
+        assert(
+          complete(d.plan(on = true, adaptive = true)).nonEmpty,
           d.plan(on = true, adaptive = true))
       }
     }
   }
 
   test("a DISTINCT over a bucketed scan: two fused aggregates, one above the other " +
-      "(fuzz seed 5, case 367)") {
+    "(fuzz seed 5, case 367)") {
     for (skewed <- Seq(false, true)) {
       val table = s"fused_distinct_${if (skewed) "skewed" else "uniform"}"
       spark.sql(s"DROP TABLE IF EXISTS $table")
@@ -91,8 +96,8 @@ class FusedAggregatesSuite extends SkewAggSuiteBase {
 
   test("explained from its input, as a partial aggregate would be") {
     withSQLConf(conf ++ fusing(on = true) ++ Seq(
-        SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false",
-        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"): _*) {
+      SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false",
+      SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"): _*) {
       val df = fact(spark, skewed = false).join(dim(spark), "k").groupBy("k").agg(sum("v"))
       df.collect()
       val text = SkewAggExplain.explain(df.queryExecution.executedPlan)
@@ -102,6 +107,7 @@ class FusedAggregatesSuite extends SkewAggSuiteBase {
 }
 
 object FusedAggregatesSuite {
+
   /** Spark 4.3's setting; earlier lines have none (setting it there changes nothing). */
   val CombineAdjacent = "spark.sql.execution.combineAdjacentAggregation"
 

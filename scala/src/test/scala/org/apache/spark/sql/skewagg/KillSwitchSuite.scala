@@ -24,13 +24,16 @@ class KillSwitchSuite extends SkewAggSuiteBase {
   private val queries: Seq[(String, SparkSession => DataFrame)] = Seq(
     "repartition + groupBy" ->
       (s => fact(s).repartition(col("k")).groupBy("k").agg(sum("v")).hint("skew_agg")),
-    "repartition(n) + distinct" -> (s => fact(s).repartition(5, col("k")).groupBy("k")
-      .agg(countDistinct("v"), max("v")).hint("skew_agg")),
-    "join + groupBy" -> (s => fact(s).join(fact(s).select(col("k"), col("v").as("w")), "k")
-      .groupBy("k").agg(sum("v"))),
+    "repartition(n) + distinct" -> (s =>
+      fact(s).repartition(5, col("k")).groupBy("k")
+        .agg(countDistinct("v"), max("v")).hint("skew_agg")),
+    "join + groupBy" -> (s =>
+      fact(s).join(fact(s).select(col("k"), col("v").as("w")), "k")
+        .groupBy("k").agg(sum("v"))),
     "plain groupBy" -> (s => fact(s).groupBy("k").agg(avg("v"))),
-    "hinted join + groupBy" -> (s => fact(s).join(fact(s).select(col("k"), col("v").as("w")), "k")
-      .groupBy("k").agg(sum("v")).hint("skew_agg")))
+    "hinted join + groupBy" -> (s =>
+      fact(s).join(fact(s).select(col("k"), col("v").as("w")), "k")
+        .groupBy("k").agg(sum("v")).hint("skew_agg")))
 
   private def plannedWith(s: SparkSession, query: SparkSession => DataFrame): SparkPlan =
     query(s).queryExecution.executedPlan match {
@@ -72,6 +75,7 @@ class KillSwitchSuite extends SkewAggSuiteBase {
 
   private val CorpusSeed = 20261121L
   private val CorpusCases = sys.env.get("SKEWAGG_KILLSWITCH_CASES").map(_.toInt).getOrElse(200)
+
   /** Every this-many-th case also runs, so adaptive execution's run-time rules are compared. */
   private val ExecuteEvery = 5
 
@@ -79,8 +83,11 @@ class KillSwitchSuite extends SkewAggSuiteBase {
    * The case's plan shapes with skewagg `enabled` in turn, each with the query executed (its
    * final plan, or its error) when `execute`, else planned only (adaptive: the initial plan).
    */
-  private def runCase(s: SparkSession, c: FuzzCase, enabled: Seq[Boolean], execute: Boolean)
-      : Seq[String] = {
+  private def runCase(
+      s: SparkSession,
+      c: FuzzCase,
+      enabled: Seq[Boolean],
+      execute: Boolean): Seq[String] = {
     val conf = s.conf
     val keys = c.conf.map(_._1) :+ SkewAggConf.ENABLED.key
     val saved = keys.map(k => k -> conf.getOption(k))
@@ -98,7 +105,9 @@ class KillSwitchSuite extends SkewAggSuiteBase {
         }
       }
     } finally {
-      c.cleanup.foreach(sql => try s.sql(sql) catch { case NonFatal(_) => })
+      c.cleanup.foreach(sql =>
+        try s.sql(sql)
+        catch { case NonFatal(_) => })
       saved.foreach {
         case (k, Some(v)) => conf.set(k, v)
         case (k, None) => conf.unset(k)
@@ -107,29 +116,35 @@ class KillSwitchSuite extends SkewAggSuiteBase {
   }
 
   test(s"over $CorpusCases fuzz cases of seed $CorpusSeed: switched off at run time, every " +
-      "plan is vanilla Spark's") {
+    "plan is vanilla Spark's") {
     val vanilla = SharedSkewAggSession.vanilla
     spark.sparkContext.setLogLevel("OFF") // expected failures (ANSI overflow) log stack traces
-    val results = try (0 until CorpusCases).map { i =>
-      val c = FuzzGenerator.generate(CorpusSeed, i)
-      val execute = i % ExecuteEvery == 0
-      val Seq(on, off) = runCase(spark, c, Seq(true, false), execute)
-      val Seq(expected) = runCase(vanilla, c, Seq(true), execute)
-      (c, on, off, expected)
-    } finally spark.sparkContext.setLogLevel("WARN")
+    val results =
+      try (0 until CorpusCases).map { i =>
+          val c = FuzzGenerator.generate(CorpusSeed, i)
+          val execute = i % ExecuteEvery == 0
+          val Seq(on, off) = runCase(spark, c, Seq(true, false), execute)
+          val Seq(expected) = runCase(vanilla, c, Seq(true), execute)
+          (c, on, off, expected)
+        }
+      finally spark.sparkContext.setLogLevel("WARN")
     val different = results.filter { case (_, _, off, expected) =>
       !PlanShape.sameUpToOrder(off, expected)
     }
-    assert(different.isEmpty, s"${different.size} plans differ (cases " +
-      s"${different.map(_._1.index).mkString(", ")}); the first:" +
-      different.take(2).map { case (c, _, off, expected) =>
-        s"\ncase ${c.index}:\n${c.repro}\nskewagg switched off:\n$off\nvanilla:\n$expected"
-      }.mkString("\n"))
+    assert(
+      different.isEmpty,
+      s"${different.size} plans differ (cases " +
+        s"${different.map(_._1.index).mkString(", ")}); the first:" +
+        different.take(2).map { case (c, _, off, expected) =>
+          s"\ncase ${c.index}:\n${c.repro}\nskewagg switched off:\n$off\nvanilla:\n$expected"
+        }.mkString("\n"))
     // Not vacuous: with skewagg on, many of these plans carry skewagg's operators.
     val rewritten = results.count { case (_, on, _, _) =>
-      FuzzRunner.SkewAggOperators.exists(on.contains) }
+      FuzzRunner.SkewAggOperators.exists(on.contains)
+    }
     assert(rewritten >= CorpusCases / 10, s"only $rewritten cases rewritten")
     assert(results.forall { case (_, _, off, _) =>
-      !FuzzRunner.SkewAggOperators.exists(off.contains) })
+      !FuzzRunner.SkewAggOperators.exists(off.contains)
+    })
   }
 }

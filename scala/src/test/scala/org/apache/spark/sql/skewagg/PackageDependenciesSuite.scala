@@ -62,18 +62,28 @@ class PackageDependenciesSuite extends AnyFunSuite {
       source("b/Split.scala", s"package $Core.skewsplit\n\nimport $feature.GroupingKeyMap\n"),
       source("b/Single.scala", s"package $Core\npackage singlekey\n\nobject A { localagg.X }\n"),
       source("c/Uses.scala", s"package $feature\n\nimport io.skewagg.BuildInfo\n"),
-      source("d/Fine.scala", s"package $Core.explain\n\nimport $Core.SkewAggConf\n" +
-        "// import org.apache.spark.sql.skewagg.localagg.X\n" +
-        "object A { val s = \"org.apache.spark.sql.skewagg.localagg.X io.skewagg.Y\" }\n" +
-        "/* io.skewagg.SkewAggExtensions */\n"),
-      source("e/Entry.scala",
+      source(
+        "d/Fine.scala",
+        s"package $Core.explain\n\nimport $Core.SkewAggConf\n" +
+          "// import org.apache.spark.sql.skewagg.localagg.X\n" +
+          "object A { val s = \"org.apache.spark.sql.skewagg.localagg.X io.skewagg.Y\" }\n" +
+          "/* io.skewagg.SkewAggExtensions */\n"),
+      source(
+        "e/Entry.scala",
         s"package $EntryPoints\n\nimport $feature.LocalAggregateBeforeJoin\n"))
     val found = violations(fixtures)
-    Seq("Core1.scala:3", "Core2.scala:3", "Core3.scala:4", "Core4.scala:3", "Split.scala:3",
-      "Single.scala:4", "Uses.scala:3").foreach { at =>
+    Seq(
+      "Core1.scala:3",
+      "Core2.scala:3",
+      "Core3.scala:4",
+      "Core4.scala:3",
+      "Split.scala:3",
+      "Single.scala:4",
+      "Uses.scala:3").foreach { at =>
       assert(found.exists(_.contains(s"/$at: ")), s"$at not found in:\n${found.mkString("\n")}")
     }
-    assert(!found.exists(f => f.contains("Fine.scala") || f.contains("Entry.scala")),
+    assert(
+      !found.exists(f => f.contains("Fine.scala") || f.contains("Entry.scala")),
       found.mkString("\n"))
   }
 }
@@ -84,6 +94,7 @@ object PackageDependenciesSuite {
 
   /** A main source file: its path, directory and file name, package and code. */
   case class Source(path: String, dir: String, name: String, pkg: String, code: String) {
+
     /** The feature package this file is in (`localagg` for `...skewagg.localagg.x`), if any. */
     def feature: Option[String] = featureOf(pkg)
   }
@@ -115,12 +126,14 @@ object PackageDependenciesSuite {
   def mainSources(root: Path): Seq[Source] = {
     def files(dir: Path, walk: Path => java.util.stream.Stream[Path]): Seq[Path] = {
       val stream = walk(dir)
-      try stream.iterator().asScala.toSeq.sortBy(_.toString) finally stream.close()
+      try stream.iterator().asScala.toSeq.sortBy(_.toString)
+      finally stream.close()
     }
     def slashed(p: Path): String = p.toString.replace('\\', '/')
     files(root.resolve("scala/src/main"), Files.list(_))
-      .filter(d => Files.isDirectory(d) && (d.getFileName.toString == "scala" ||
-        d.getFileName.toString.startsWith("spark-")))
+      .filter(d =>
+        Files.isDirectory(d) && (d.getFileName.toString == "scala" ||
+          d.getFileName.toString.startsWith("spark-")))
       .flatMap { dir =>
         files(dir, Files.walk(_)).filter(_.toString.endsWith(".scala")).map { file =>
           val text = new String(Files.readAllBytes(file), StandardCharsets.UTF_8)
@@ -152,11 +165,13 @@ object PackageDependenciesSuite {
     // the core package, and to a feature file whose package clauses are chained).
     val parentVisible = source.pkg == Core ||
       """(?m)^package\s+org\.apache\.spark\.sql\.skewagg\s*$""".r.findFirstIn(code).isDefined
-    val relative = if (!parentVisible) Nil else {
+    val relative = if (!parentVisible) Nil
+    else {
       """(?<![\w.])([a-z]\w*)\s*\.""".r.findAllMatchIn(code)
         .filter(m => featureNames(m.group(1)))
-        .filter(m => !code.substring(0, m.start).reverse.dropWhile(_ == ' ')
-          .startsWith("egakcap")) // the feature's own `package localagg` clause
+        .filter(m =>
+          !code.substring(0, m.start).reverse.dropWhile(_ == ' ')
+            .startsWith("egakcap")) // the feature's own `package localagg` clause
         .map(m => (lineAt(m.start), s"$Core.${m.group(1)}")).toSeq
     }
     (qualified ++ selected ++ relative).distinct.sortBy(_._1)
@@ -171,12 +186,12 @@ object PackageDependenciesSuite {
         val usedFeature = featureOf(used)
         val why =
           if (used == EntryPoints && source.pkg != EntryPoints &&
-              !source.pkg.startsWith(EntryPoints + ".")) {
+            !source.pkg.startsWith(EntryPoints + ".")) {
             Some(s"only $EntryPoints may use $EntryPoints")
           } else if (source.pkg == Core && usedFeature.isDefined) {
             Some(s"the core package uses feature package $used")
           } else if (source.feature.isDefined && usedFeature.isDefined &&
-              usedFeature != source.feature) {
+            usedFeature != source.feature) {
             Some(s"feature package ${source.pkg} uses another feature package, $used")
           } else None
         why.map(w => s"${source.path}:$line: $w: ${lines(line - 1).trim}")
@@ -208,8 +223,8 @@ object PackageDependenciesSuite {
         }
         blank(text.substring(start, i))
       } else if (text.charAt(i) == '\'' && i + 2 < n &&
-          (text.charAt(i + 2) == '\'' || (text.charAt(i + 1) == '\\' && i + 3 < n &&
-            text.charAt(i + 3) == '\''))) {
+        (text.charAt(i + 2) == '\'' || (text.charAt(i + 1) == '\\' && i + 3 < n &&
+          text.charAt(i + 3) == '\''))) {
         val end = if (text.charAt(i + 2) == '\'') i + 3 else i + 4
         blank(text.substring(i, end)); i = end
       } else if (text.charAt(i) == '"') {
@@ -235,7 +250,7 @@ object PackageDependenciesSuite {
             }
             blank("${"); out ++= text.substring(i + 2, j); blank("}"); i = j + 1
           } else if (interpolated && text.charAt(i) == '$' && i + 1 < n &&
-              (text.charAt(i + 1).isLetter || text.charAt(i + 1) == '_')) {
+            (text.charAt(i + 1).isLetter || text.charAt(i + 1) == '_')) {
             var j = i + 1
             while (j < n && (text.charAt(j).isLetterOrDigit || text.charAt(j) == '_')) j += 1
             blank("$"); out ++= text.substring(i + 1, j); i = j

@@ -42,21 +42,29 @@ class PlanningFallbackSuite extends SkewAggSuiteBase with BeforeAndAfterAll {
 
   /** Each registered step, and whether it runs only under adaptive execution. */
   private val steps = Seq(
-    "ResolveSkewAggHints" -> false, "RestoreSkewAggHints" -> false,
-    "CheckSkewAggHints" -> false, "WarnUnknownSkewAggSettings" -> false,
-    "LocalAggregateBeforeJoin" -> false, "PlanPartialAggregates" -> false,
-    "PartialAggregateBeforeRepartition" -> false, "PlanHolisticAggregatesSortBased" -> false,
-    "SplitSkewedShuffleBelowAggregate" -> true, "SplitSkewedJoinBelowAggregate" -> true,
-    "SplitSkewedBucketsBelowAggregate" -> true, "CoalescePartialResultExchanges" -> true,
+    "ResolveSkewAggHints" -> false,
+    "RestoreSkewAggHints" -> false,
+    "CheckSkewAggHints" -> false,
+    "WarnUnknownSkewAggSettings" -> false,
+    "LocalAggregateBeforeJoin" -> false,
+    "PlanPartialAggregates" -> false,
+    "PartialAggregateBeforeRepartition" -> false,
+    "PlanHolisticAggregatesSortBased" -> false,
+    "SplitSkewedShuffleBelowAggregate" -> true,
+    "SplitSkewedJoinBelowAggregate" -> true,
+    "SplitSkewedBucketsBelowAggregate" -> true,
+    "CoalescePartialResultExchanges" -> true,
     "DropUnneededMergeAfterShuffle" -> true,
     "PlanColumnarHook" -> false)
 
   for ((step, adaptiveOnly) <- steps) {
     test(s"$step throws: the query succeeds with vanilla's rows, and explain says so") {
       val before = PlanningFallback.count
-      val d = differential(s => s.sql(everyShape), conf ++ Seq(
-        SQLConf.BUCKETING_ENABLED.key -> "true",
-        SkewAggConf.TEST_FAIL_RULE.key -> step): _*)
+      val d = differential(
+        s => s.sql(everyShape),
+        conf ++ Seq(
+          SQLConf.BUCKETING_ENABLED.key -> "true",
+          SkewAggConf.TEST_FAIL_RULE.key -> step): _*)
       assert(PlanningFallback.count > before)
       for (adaptive <- if (adaptiveOnly) Seq(true) else Seq(false, true)) {
         val text = SkewAggExplain.explain(d.plan(on = true, adaptive))

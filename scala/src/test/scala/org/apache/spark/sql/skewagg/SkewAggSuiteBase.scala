@@ -41,7 +41,10 @@ object SharedSkewAggSession {
 
 /** The plans and rows of one query run with skewagg off and on, adaptive execution off and on. */
 case class Differential(rows: Seq[Row], plans: Map[(Boolean, Boolean), SparkPlan]) {
-  /** The executed (for adaptive: final) plan with skewagg `on` and adaptive execution `adaptive`. */
+
+  /**
+   * The executed (for adaptive: final) plan with skewagg `on` and adaptive execution `adaptive`.
+   */
   def plan(on: Boolean, adaptive: Boolean): SparkPlan = plans((on, adaptive))
 }
 
@@ -69,9 +72,9 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
     }
     try body
     finally saved.foreach {
-      case (k, Some(v)) => conf.set(k, v)
-      case (k, None) => conf.unset(k)
-    }
+        case (k, Some(v)) => conf.set(k, v)
+        case (k, None) => conf.unset(k)
+      }
   }
 
   /** The executed plan after the query ran; for adaptive queries the final plan. */
@@ -95,8 +98,8 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
       on <- Seq(false, true)
     } yield {
       withSQLConf(conf ++ Seq(
-          SkewAggConf.ENABLED.key -> on.toString,
-          SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive.toString): _*) {
+        SkewAggConf.ENABLED.key -> on.toString,
+        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive.toString): _*) {
         val df = query(spark)
         val rows = df.collect().toSeq
         ((on, adaptive), rows, executedPlan(df))
@@ -109,7 +112,8 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
       }
     }
     if (!conf.exists(_._1 == SkewAggConf.TEST_FAIL_RULE.key)) {
-      assert(PlanningFallback.count == fallbacksBefore,
+      assert(
+        PlanningFallback.count == fallbacksBefore,
         s"a skewagg planning step fell back: ${PlanningFallback.last}")
     }
     Differential(expected, runs.map { case (key, _, plan) => key -> plan }.toMap)
@@ -119,8 +123,8 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
   protected def shape(plan: SparkPlan): String = PlanShape.of(plan)
 
   /** The nodes of `plan` (through adaptive query stages) that are instances of `T`. */
-  protected def nodes[T <: SparkPlan](plan: SparkPlan)(implicit tag: scala.reflect.ClassTag[T])
-      : Seq[T] = collect(plan) { case p: T => p }
+  protected def nodes[T <: SparkPlan](plan: SparkPlan)(implicit
+      tag: scala.reflect.ClassTag[T]): Seq[T] = collect(plan) { case p: T => p }
 
   /** The flushing local aggregates in skewagg's plan of `d`. */
   protected def flushing(d: Differential, adaptive: Boolean): Seq[FlushingPartialAggregateExec] =
@@ -160,7 +164,7 @@ object RowComparison {
   private def close(x: Any, y: Any): Boolean = (x, y) match {
     case (a: Double, b: Double) =>
       (a.isNaN && b.isNaN) || a == b ||
-        math.abs(a - b) <= RelativeTolerance * math.max(math.abs(a), math.abs(b))
+      math.abs(a - b) <= RelativeTolerance * math.max(math.abs(a), math.abs(b))
     // Arrays come back as mutable ArraySeqs: scala.collection.Seq, not the default immutable Seq.
     case (a: scala.collection.Seq[_], b: scala.collection.Seq[_]) =>
       a.size == b.size && a.zip(b).forall { case (p, q) => close(p, q) }

@@ -25,7 +25,8 @@ object SkewTestData {
    */
   def hotKeySpreadOverX(s: SparkSession): DataFrame = s.range(0, 200000, 1, 1).select(
     when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
-    (col("id") % 1000).as("x"), (col("id") / 7.0).as("v"))
+    (col("id") % 1000).as("x"),
+    (col("id") / 7.0).as("v"))
 
   /**
    * For holistic aggregates, `(k, v, i, d, f, m, s)`: v a double with duplicates, NaN, -0.0 and
@@ -48,10 +49,16 @@ object SkewTestData {
 
   /** Every exact percentile form over `holisticTable`'s `v` (frequency `f`, arrays, DESC). */
   val percentilesOfV: Seq[String] = Seq(
-    "percentile(v, 0.5)", "percentile(v, 0.0)", "percentile(v, 1.0)", "percentile(v, 0.37)",
-    "percentile(v, array(0.1, 0.5, 0.9))", "percentile(v, array(0.0, 1.0))",
-    "percentile(v, 0.3, f)", "percentile(v, array(0.25, 0.75), f)",
-    "median(v)", "median(v) + 1 AS plus_one",
+    "percentile(v, 0.5)",
+    "percentile(v, 0.0)",
+    "percentile(v, 1.0)",
+    "percentile(v, 0.37)",
+    "percentile(v, array(0.1, 0.5, 0.9))",
+    "percentile(v, array(0.0, 1.0))",
+    "percentile(v, 0.3, f)",
+    "percentile(v, array(0.25, 0.75), f)",
+    "median(v)",
+    "median(v) + 1 AS plus_one",
     "percentile_cont(0.25) WITHIN GROUP (ORDER BY v)",
     "percentile_cont(0.6) WITHIN GROUP (ORDER BY v DESC)",
     "percentile_disc(0.25) WITHIN GROUP (ORDER BY v)",

@@ -2,15 +2,22 @@ package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.streaming.runtime.{MemoryStream, StreamExecution, StreamingQueryWrapper}
+import org.apache.spark.sql.execution.streaming.runtime.{
+  MemoryStream, StreamExecution, StreamingQueryWrapper
+}
 import org.apache.spark.sql.streaming.StreamingQuery
 
-/** Spark's in-memory test stream and a streaming query's last plan (Spark 4.1 and newer: in execution.streaming.runtime). */
+/**
+ * Spark's in-memory test stream and a streaming query's last plan (Spark 4.1 and newer: in
+ * execution.streaming.runtime).
+ */
 object StreamingTestSources {
+
   /** A stream of longs (column `value`) holding `values`. */
   def longs(session: SparkSession, values: Seq[Long]): DataFrame = {
     import session.implicits._
-    val input = MemoryStream[Long](implicitly[org.apache.spark.sql.Encoder[Long]], session.sqlContext)
+    val input =
+      MemoryStream[Long](implicitly[org.apache.spark.sql.Encoder[Long]], session.sqlContext)
     input.addData(values)
     input.toDF()
   }

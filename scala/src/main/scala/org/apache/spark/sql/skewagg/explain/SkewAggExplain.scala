@@ -1,14 +1,23 @@
 package org.apache.spark.sql.skewagg.explain
 
-import org.apache.spark.sql.execution.{FileSourceScanExec, InputAdapter, SortExec, SparkPlan, WholeStageCodegenExec}
-import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AQEShuffleReadExec, QueryStageExec, ShuffleQueryStageExec}
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
+import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
+import org.apache.spark.sql.execution.{
+  FileSourceScanExec, InputAdapter, SortExec, SparkPlan, WholeStageCodegenExec
+}
+import org.apache.spark.sql.execution.adaptive.{
+  AdaptiveSparkPlanExec, AQEShuffleReadExec, LogicalQueryStage, QueryStageExec,
+  ShuffleQueryStageExec
+}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{FusedAggregates, PartialAggregates, PlanningFallback,
-  SkewAggConf, SkewAggHints, SkewAggLocalStageExec, SkewAggRewriteExec, SkewedPartitions}
-import org.apache.spark.sql.skewagg.SkewAggDecisions.Tag
+import org.apache.spark.sql.skewagg.{
+  FusedAggregates, PartialAggregates, PlanNodes, PlanningFallback, SkewAggAggregateExec,
+  SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
+  SkewAggRewriteExec, SkewedPartitions
+}
 
 /**
  * What skewagg decided for each aggregate of a query, in plain words with the numbers it used:
@@ -16,19 +25,22 @@ import org.apache.spark.sql.skewagg.SkewAggDecisions.Tag
  * `spark.sql.extendedExplainProviders=io.skewagg.SkewAggExplainGenerator` adds to Spark's
  * `EXPLAIN EXTENDED`.
  *
- * Rewrites name themselves through their [[SkewAggLocalStageExec]] marker. A rule that declines
- * for a reason the plan does not show records it where it decides, with
- * [[SkewAggDecisions.record]] (a tag on the aggregate it looked at). A planning step that failed
- * and kept Spark's plan says so first ([[PlanningFallback]]). Every other refusal is read from
- * the executed plan with the rules' own tests: the hint, the switch, the sizes of the
+ * Rewrites name themselves through their [[SkewAggLocalStageExec]] marker, and skewagg's own
+ * aggregates ([[SkewAggAggregateExec]]) with their numbers. What rules decided where they decide
+ * ([[SkewAggDecision]]s: a switch that stopped them, a refusal, a part not done) is recorded with
+ * [[SkewAggDecisions.record]] and printed as it is. A planning step that failed and kept Spark's
+ * plan says so first ([[PlanningFallback]]). Where no rule recorded anything, the reason is read
+ * from the executed plan with the rules' own tests: the hint, skewagg off, the sizes of the
  * materialized shuffle below (skewagg's [[SkewedPartitions]] thresholds), or the shape of the
  * plan.
  */
 object SkewAggExplain {
+
   /** One paragraph per aggregate of `plan` (executed; for adaptive queries after they ran). */
   def explain(plan: SparkPlan): String = {
     val aggregates = nodes(plan).filter {
       case a: BaseAggregateExec => !PartialAggregates.isPartial(a)
+      case _: SkewAggAggregateExec => true
       case PythonAggregates(_, _) => true
       case _ => false
     }
@@ -58,13 +70,7 @@ object SkewAggExplain {
     PlanningFallback.recorded(node) ++ node.logicalLink.toSeq.flatMap(PlanningFallback.recorded)
   }.distinct
 
-  /** Every node of `plan`, into adaptive plans and query stages, top down. */
-  private def nodes(plan: SparkPlan): Seq[SparkPlan] = plan match {
-    case a: AdaptiveSparkPlanExec => nodes(a.executedPlan)
-    case s: QueryStageExec => s +: nodes(s.plan)
-    case r: ReusedExchangeExec => r +: nodes(r.child)
-    case other => other +: other.children.flatMap(nodes)
-  }
+  private def nodes(plan: SparkPlan): Seq[SparkPlan] = PlanNodes.all(plan)
 
   private def unfinishedAdaptive(plan: SparkPlan): Boolean = plan.exists {
     case a: AdaptiveSparkPlanExec => !a.isFinalPlan
@@ -76,6 +82,14 @@ object SkewAggExplain {
       val keys = a.groupingExpressions.map(_.name).mkString(", ")
       val functions = a.aggregateExpressions.map(_.aggregateFunction.sql(false)).mkString(", ")
       s"group by [$keys] computing [$functions] (${a.nodeName})"
+    case s: SkewAggAggregateExec =>
+      // Labelled with the functions the user wrote, which its logical aggregate keeps.
+      val functions = logicalOf(s).collect { case a: Aggregate => a }.toSeq
+        .flatMap(_.aggregateExpressions.flatMap(_.collect {
+          case a: AggregateExpression => a.aggregateFunction.sql(a.isDistinct)
+        })).distinct
+      s"group by [${s.groupingAttributes.map(_.name).mkString(", ")}] computing " +
+        s"[${functions.mkString(", ")}] (${s.nodeName})"
     case p @ PythonAggregates(grouping, aggregates) =>
       s"group by [${grouping.map(_.name).mkString(", ")}] computing " +
         s"[${aggregates.map(_.aggregateFunction.sql(false)).mkString(", ")}] (${p.nodeName})"
@@ -87,6 +101,7 @@ object SkewAggExplain {
 
   private def regionFrom(plan: SparkPlan): Seq[SparkPlan] = plan match {
     case a: BaseAggregateExec if !PartialAggregates.isPartial(a) => Nil
+    case _: SkewAggAggregateExec => Nil
     case a: AdaptiveSparkPlanExec => regionFrom(a.executedPlan)
     case s: QueryStageExec => s +: regionFrom(s.plan)
     case r: ReusedExchangeExec => r +: regionFrom(r.child)
@@ -99,7 +114,7 @@ object SkewAggExplain {
       case a: BaseAggregateExec if PartialAggregates.isPartial(a) =>
         down(a.child).orElse(Some(a))
       case _: WholeStageCodegenExec | _: InputAdapter | _: AQEShuffleReadExec |
-           _: SkewAggLocalStageExec | _: ShuffleExchangeLike | _: SortExec =>
+          _: SkewAggLocalStageExec | _: ShuffleExchangeLike | _: SortExec =>
         down(plan.children.head)
       case s: QueryStageExec => down(s.plan)
       case r: ReusedExchangeExec => down(r.child)
@@ -112,12 +127,33 @@ object SkewAggExplain {
   private def decide(agg: SparkPlan, adaptiveNotRun: Boolean): String = {
     val conf = SQLConf.get
     val below = region(agg)
-    val rewrites = below.collect { case m: SkewAggLocalStageExec => m.decision }.distinct
-    if (rewrites.nonEmpty) return rewrites.map("rewritten: " + _).mkString("\n  ")
+    val own = agg match {
+      case s: SkewAggAggregateExec => Seq(s"rewritten: ${s.decision}")
+      case _ => Nil
+    }
+    val marked = below.collect { case m: SkewAggLocalStageExec => s"rewritten: ${m.decision}" }
     // Recorded on the plan, or by a strategy on the logical aggregate the plan was planned from.
-    (agg +: below)
-      .flatMap(p => p.getTagValue(Tag).orElse(p.logicalLink.flatMap(_.getTagValue(Tag))))
-      .headOption.foreach(return _)
+    val recorded = (agg +: below).flatMap { p =>
+      SkewAggDecisions.of(p) ++ logicalOf(p).toSeq.flatMap(SkewAggDecisions.of)
+    }.distinct
+    val rewritten = own ++ marked ++
+      recorded.collect { case r: SkewAggDecision.Rewritten => r.text }
+    val others = recorded.filterNot(_.isInstanceOf[SkewAggDecision.Rewritten]).map(_.text)
+    if (rewritten.nonEmpty) return (rewritten ++ others).distinct.mkString("\n  ")
+    // What the rules recorded, then what the plan shows; "no rewrite matches" only where no
+    // rule recorded why it did not rewrite.
+    val shown = fromPlan(agg, conf, adaptiveNotRun)
+    val measured = recorded.exists(_.isInstanceOf[SkewAggDecision.NotSkewed])
+    val lines =
+      if (others.nonEmpty && (measured || shown.startsWith(SkewedNoMatch))) others
+      else others :+ shown
+    lines.distinct.mkString("\n  ")
+  }
+
+  private val SkewedNoMatch = "left alone although skewed"
+
+  /** Why `agg` was left alone, read from the executed plan with the rules' own tests. */
+  private def fromPlan(agg: SparkPlan, conf: SQLConf, adaptiveNotRun: Boolean): String = {
     agg match {
       case PythonAggregates(_, _) =>
         return "left alone: a Python UDAF (pandas_udf) cannot be split into partial and final " +
@@ -142,8 +178,17 @@ object SkewAggExplain {
     }
   }
 
+  /** The logical plan `node` was planned from, through a stage adaptive execution made of it. */
+  private def logicalOf(node: SparkPlan): Option[LogicalPlan] = node.logicalLink.map {
+    case stage: LogicalQueryStage => stage.logicalPlan
+    case other => other
+  }
+
   /** Why a partial aggregate was not rewritten, from what it reads. */
-  private def decideFromInput(partial: SparkPlan, conf: SQLConf, adaptiveNotRun: Boolean): String = {
+  private def decideFromInput(
+      partial: SparkPlan,
+      conf: SQLConf,
+      adaptiveNotRun: Boolean): String = {
     val input = inputOf(PartialAggregates.unwrap(partial).children.head)
     val shuffles: Seq[SparkPlan] = input match {
       case j: ShuffledJoin => j.children.map(inputOf)
@@ -158,9 +203,9 @@ object SkewAggExplain {
       val (sizes, skew) = materialized.map(s => (s, SkewedPartitions.find(s, conf)))
         .maxBy(_._1.max)
       if (skew.nonEmpty) {
-        "left alone although skewed (" + SkewAggLocalStageExec.describe("partition", skew) +
+        s"$SkewedNoMatch (" + SkewAggLocalStageExec.describe("partition", skew) +
           "): no skewagg rewrite matches this plan shape (see docs/rewrites.md)."
-      } else notSkewed(sizes, skew, conf, what)
+      } else SkewAggDecision.NotSkewed.of(s"$what below", sizes, conf).text
     } else if (shuffles.exists(isShuffle)) {
       if (adaptiveNotRun) {
         "not decided yet: skewagg decides from the sizes of the shuffle below once it ran. " +
@@ -195,23 +240,5 @@ object SkewAggExplain {
   private def isShuffle(plan: SparkPlan): Boolean = plan match {
     case _: ShuffleExchangeLike | _: ShuffleQueryStageExec => true
     case _ => false
-  }
-
-  /** "not skewed: largest partition 3 is 1.4 MiB, 2x the median 700.0 KiB, below the floor". */
-  private def notSkewed(sizes: Array[Long], skew: SkewedPartitions, conf: SQLConf, what: String)
-      : String = {
-    val largest = sizes.indices.maxBy(sizes(_))
-    val size = sizes(largest)
-    val floor = conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
-    val factor = conf.getConf(SkewAggConf.SKEW_FACTOR)
-    val ratio = if (skew.medianSize > 0) f"${size.toDouble / skew.medianSize}%.1fx" else "n/a x"
-    val why = if (size <= floor) {
-      s"below the ${SkewAggLocalStageExec.bytes(floor)} floor (${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key})"
-    } else {
-      s"not more than ${factor}x the median (${SkewAggConf.SKEW_FACTOR.key})"
-    }
-    s"not skewed: in $what below, the largest partition ($largest) is " +
-      s"${SkewAggLocalStageExec.bytes(size)}, $ratio the median " +
-      s"${SkewAggLocalStageExec.bytes(skew.medianSize)}: $why."
   }
 }

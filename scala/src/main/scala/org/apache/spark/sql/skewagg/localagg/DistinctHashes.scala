@@ -41,11 +41,12 @@ final class DistinctHashes extends AccumulatorV2[Long, Long] {
       }
     case _: DistinctHashes =>
     case o => throw new UnsupportedOperationException(
-      s"cannot merge ${getClass.getSimpleName} with ${o.getClass.getSimpleName}")
+        s"cannot merge ${getClass.getSimpleName} with ${o.getClass.getSimpleName}")
   }
 
   /** The estimated number of distinct hashes added (linear counting while registers are empty). */
-  override def value: Long = if (registers == null) 0L else {
+  override def value: Long = if (registers == null) 0L
+  else {
     var sum = 0.0
     var zeros = 0
     registers.foreach { r =>

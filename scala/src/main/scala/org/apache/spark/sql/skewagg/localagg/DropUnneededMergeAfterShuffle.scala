@@ -42,11 +42,13 @@ case class DropUnneededMergeAfterShuffle(session: SparkSession) extends Rule[Spa
           val setting = s"${SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key}=$minReduction"
           // 1.0 always merges: the sketch's estimate may exceed the rows by its error.
           if (minReduction > 1.0 && perKey < minReduction) {
-            marker.setTagValue(SkewAggLocalStageExec.RunTimeDecision,
+            marker.setTagValue(
+              SkewAggLocalStageExec.RunTimeDecision,
               s"not merged after the join's shuffle: $counts, below $setting")
             merge.child
           } else {
-            marker.setTagValue(SkewAggLocalStageExec.RunTimeDecision,
+            marker.setTagValue(
+              SkewAggLocalStageExec.RunTimeDecision,
               s"merged after the join's shuffle: $counts, at least $setting")
             merge
           }
@@ -72,6 +74,7 @@ case class DropUnneededMergeAfterShuffle(session: SparkSession) extends Rule[Spa
 }
 
 object DropUnneededMergeAfterShuffle {
+
   /** Marks the PartialMerge that [[PlanPartialAggregates]] puts after a join's shuffle. */
   val MergeAfterJoinShuffle: TreeNodeTag[Unit] = TreeNodeTag[Unit]("skewagg.mergeAfterJoinShuffle")
 }

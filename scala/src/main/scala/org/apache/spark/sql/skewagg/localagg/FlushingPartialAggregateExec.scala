@@ -2,10 +2,13 @@ package org.apache.spark.sql.skewagg.localagg
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, AttributeReference,
-  AttributeSet, BindReferences, Expression, GenericInternalRow, If, MutableProjection,
-  NamedExpression, UnsafeProjection, UnsafeRow, XxHash64}
-import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, DeclarativeAggregate, Partial}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute, AttributeMap, AttributeReference, AttributeSet, BindReferences, Expression,
+  GenericInternalRow, If, MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow, XxHash64
+}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{
+  AggregateExpression, DeclarativeAggregate, Partial
+}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.aggregate.{AggregationIterator, BaseAggregateExec}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
@@ -18,10 +21,11 @@ import org.apache.spark.sql.skewagg.{BottomPartialAggregateExec, SkewAggConf}
  * It keeps at most `capacity` keys in memory. While it learns, every key goes into the map; when
  * the map is full it emits all its partial rows (a flush) and measures the batch: rows read per
  * key kept. When that reduction is at least `minReduction` it goes on learning; when it is lower,
- * it keeps only the batch's heavy keys (at least 8 times the batch's mean rows per key), merges
- * their rows in place and passes every other row through as a one-row partial, then learns again
- * after `16 x capacity` rows, twice as many after each relearning that passes rows through again
- * (at most `256 x capacity`). A hot key therefore leaves a task as a handful of rows, while
+ * it keeps only the batch's heavy keys (at least `HeavyFactor` = 8 times the batch's mean rows per
+ * key), merges their rows in place and passes every other row through as a one-row partial, then
+ * learns again after `FirstRelearnCapacities` = 16 x capacity rows, `RelearnGrowth` = twice as
+ * many after each relearning that passes rows through again (at most `MaxRelearnCapacities` =
+ * 256 x capacity). A hot key therefore leaves a task as a handful of rows, while
  * uniform keys cost one probe of a small map per row: never a spill, never a hash table of all
  * keys. A key of one integral column is mapped by its value ([[GroupingKeyMap.ByValue]]).
  *
@@ -29,15 +33,16 @@ import org.apache.spark.sql.skewagg.{BottomPartialAggregateExec, SkewAggConf}
  * key or `repartition(k)` below `GROUP BY k, x`, a DISTINCT column), are that exchange's keys:
  * a batch then also keeps every key whose shuffle key is heavy, since it is the shuffle key that
  * puts rows in one task: a hot shuffle key spread over many grouping keys, each too rare to be
- * heavy alone, is merged too. Shuffle keys are counted in 4096 hash buckets (no allocation per
- * key); a bucket is heavy when it holds at least 8 times the batch's mean rows per bucket used.
+ * heavy alone, is merged too. Shuffle keys are counted in 2^`ShuffleBucketBits` = 4096 hash
+ * buckets (no allocation per key); a bucket is heavy when it holds at least `HeavyFactor` times
+ * the batch's mean rows per bucket used.
  *
- * Relearning decides early, at a quarter of the map (when that is at least 1024 keys), when
- * the keys other than the heavy ones merged fewer than `1 + (minReduction - 1) / 10` rows per
- * key: for uniform keys such a quarter batch means the whole batch would reduce less than
- * `minReduction`, so its other three quarters would only cost map probes. The first batch of a
- * task always fills the map: keys that come in cycles longer than a quarter map (each customer
- * once per day, say) repeat only later.
+ * Relearning decides early, at a quarter of the map (`EarlyDecisionFraction`, when that is at least
+ * `EarlyDecisionMinKeys` = 1024 keys), when the keys other than the heavy ones merged fewer than
+ * `1 + (minReduction - 1) / EarlyReductionDivisor` (10) rows per key: for uniform keys such a
+ * quarter batch means the whole batch would reduce less than `minReduction`, so its other three
+ * quarters would only cost map probes. The first batch of a task always fills the map: keys that
+ * come in cycles longer than a quarter map (each customer once per day, say) repeat only later.
  *
  * Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
  * buffers), possibly with several rows per key, which the final aggregate merges.
@@ -65,12 +70,14 @@ case class FlushingPartialAggregateExec(
     "numInputRows" -> SQLMetrics.createMetric(sparkContext, "rows read"),
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "partial rows emitted"),
     "numFlushes" -> SQLMetrics.createMetric(sparkContext, "flushes of the key map"),
-    "numPassedThrough" -> SQLMetrics.createMetric(sparkContext,
+    "numPassedThrough" -> SQLMetrics.createMetric(
+      sparkContext,
       "rows passed through (reduction too low)"),
     "numLearnedRows" -> SQLMetrics.createMetric(sparkContext, "rows merged while learning"))
 
   /** The sketch of the keys emitted, with `sketchKeys` (registered when first read: driver). */
-  @transient lazy val emittedKeys: Option[DistinctHashes] = if (!sketchKeys) None else {
+  @transient lazy val emittedKeys: Option[DistinctHashes] = if (!sketchKeys) None
+  else {
     val sketch = new DistinctHashes
     sparkContext.register(sketch, "distinct keys emitted")
     Some(sketch)
@@ -89,11 +96,16 @@ case class FlushingPartialAggregateExec(
     s"FlushingPartialAggregate(keys=${groupingExpressions.map(_.name).mkString("[", ", ", "]")}, " +
       s"functions=${aggregateExpressions.map(_.toString).mkString("[", ", ", "]")}, " +
       s"capacity=$capacity" +
-      boundShuffleKeys.fold("")(_ => shuffleKeys.map(_.sql).mkString(", heavy by [", ", ", "]")) + ")"
+      boundShuffleKeys.fold("")(_ =>
+        shuffleKeys.map(_.sql).mkString(", heavy by [", ", ", "]")) + ")"
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val m = FlushingMetrics(longMetric("numInputRows"), longMetric("numOutputRows"),
-      longMetric("numFlushes"), longMetric("numPassedThrough"), longMetric("numLearnedRows"))
+    val m = FlushingMetrics(
+      longMetric("numInputRows"),
+      longMetric("numOutputRows"),
+      longMetric("numFlushes"),
+      longMetric("numPassedThrough"),
+      longMetric("numLearnedRows"))
     val input = child.output
     val shuffleKeysOfKey = boundShuffleKeys
     val sketch = emittedKeys
@@ -101,10 +113,19 @@ case class FlushingPartialAggregateExec(
     child.execute().mapPartitionsWithIndexInternal { (partIndex, rows) =>
       if (!rows.hasNext) Iterator.empty
       else {
-        val aggregated = new FlushingAggregationIterator(partIndex, groupingExpressions, input,
-          rows, aggregateExpressions, aggregateAttributes, resultExpressions,
-          MutableProjection.create(_, _), capacity, minReduction,
-          shuffleKeysOfKey.map(UnsafeProjection.create), m)
+        val aggregated = new FlushingAggregationIterator(
+          partIndex,
+          groupingExpressions,
+          input,
+          rows,
+          aggregateExpressions,
+          aggregateAttributes,
+          resultExpressions,
+          MutableProjection.create(_, _),
+          capacity,
+          minReduction,
+          shuffleKeysOfKey.map(UnsafeProjection.create),
+          m)
         sketch.fold[Iterator[InternalRow]](aggregated) { s =>
           val hash = UnsafeProjection.create(Seq(keyHash), output)
           aggregated.map { row => s.add(hash(row).getLong(0)); row }
@@ -118,8 +139,35 @@ case class FlushingPartialAggregateExec(
 }
 
 object FlushingPartialAggregateExec {
+  // The policy's constants, named once (the class comment says how they are used; the
+  // measurements they were chosen on are in docs/rewrites.md, "The flushing local aggregate").
+
   /** Shuffle keys are counted in 2^12 = 4096 hash buckets. */
   private[skewagg] val ShuffleBucketBits = 12
+
+  /** A key (or shuffle-key bucket) is heavy with at least this many times the mean rows. */
+  private[localagg] val HeavyFactor = 8.0
+
+  /** Rows passed through before the first relearning, in map capacities. */
+  private[localagg] val FirstRelearnCapacities = 16L
+
+  /** Each relearning that passes rows through again waits this many times longer... */
+  private[localagg] val RelearnGrowth = 2L
+
+  /** ...up to this many map capacities of rows. */
+  private[localagg] val MaxRelearnCapacities = 256L
+
+  /** A relearning batch may decide at this fraction of the map... */
+  private[localagg] val EarlyDecisionFraction = 4
+
+  /** ...when that is at least this many keys. */
+  private[localagg] val EarlyDecisionMinKeys = 1024
+
+  /**
+   * Early, the other keys must merge fewer than `1 + (minReduction - 1) / EarlyReductionDivisor`
+   * rows per key for the batch to pass rows through.
+   */
+  private[localagg] val EarlyReductionDivisor = 10
 
   /**
    * The flushing form of Spark's partial aggregate `partial` (as AggUtils planned it), sized by
@@ -130,15 +178,23 @@ object FlushingPartialAggregateExec {
       partial: BaseAggregateExec,
       shuffleKeys: Seq[Expression],
       sketchKeys: Boolean = false): FlushingPartialAggregateExec =
-    FlushingPartialAggregateExec(partial.groupingExpressions, partial.aggregateExpressions,
-      partial.aggregateAttributes, partial.resultExpressions,
+    FlushingPartialAggregateExec(
+      partial.groupingExpressions,
+      partial.aggregateExpressions,
+      partial.aggregateAttributes,
+      partial.resultExpressions,
       SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_CAPACITY),
-      SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION), shuffleKeys, sketchKeys,
+      SQLConf.get.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_REDUCTION),
+      shuffleKeys,
+      sketchKeys,
       partial.child)
 }
 
 private case class FlushingMetrics(
-    rowsIn: SQLMetric, rowsOut: SQLMetric, flushes: SQLMetric, passedThrough: SQLMetric,
+    rowsIn: SQLMetric,
+    rowsOut: SQLMetric,
+    flushes: SQLMetric,
+    passedThrough: SQLMetric,
     learned: SQLMetric)
 
 /** Per task: the map, the flushes and the pass-through mode of [[FlushingPartialAggregateExec]]. */
@@ -155,9 +211,16 @@ private class FlushingAggregationIterator(
     minReduction: Double,
     shuffleKeyOf: Option[UnsafeProjection],
     metrics: FlushingMetrics)
-  extends AggregationIterator(partIndex, groupingExpressions, inputAttributes,
-    aggregateExpressions, aggregateAttributes, 0, resultExpressions, newMutableProjection) {
-  import FlushingPartialAggregateExec.ShuffleBucketBits
+    extends AggregationIterator(
+      partIndex,
+      groupingExpressions,
+      inputAttributes,
+      aggregateExpressions,
+      aggregateAttributes,
+      0,
+      resultExpressions,
+      newMutableProjection) {
+  import FlushingPartialAggregateExec._
 
   private[this] val FlushingMetrics(rowsIn, rowsOut, flushes, passedThrough, learned) = metrics
 
@@ -172,7 +235,8 @@ private class FlushingAggregationIterator(
     else null
 
   private def newBuffer(): InternalRow = {
-    val buffer = if (unsafeBuffers) emptyUnsafeBuffer.copy() else new GenericInternalRow(bufferTypes.length)
+    val buffer =
+      if (unsafeBuffers) emptyUnsafeBuffer.copy() else new GenericInternalRow(bufferTypes.length)
     initializeBuffer(buffer)
     buffer
   }
@@ -190,7 +254,8 @@ private class FlushingAggregationIterator(
       val buffers = declarative.flatMap { case (ae, d) =>
         val initial = AttributeMap(d.aggBufferAttributes.zip(d.initialValues))
         d.updateExpressions.zip(d.initialValues).map { case (update, init) =>
-          val once = update.transform { case a: AttributeReference if initial.contains(a) => initial(a) }
+          val once =
+            update.transform { case a: AttributeReference if initial.contains(a) => initial(a) }
           ae.filter.map(f => If(f, once, init)).getOrElse(once)
         }
       }
@@ -207,12 +272,17 @@ private class FlushingAggregationIterator(
   private[this] var learning = true
   private[this] var rowsSinceFlush = 0L
   private[this] var rowsUntilLearning = 0L
+
   /** Rows passed through before learning again: doubles while relearning finds the same. */
-  private[this] var relearnAfter = 16L * capacity
+  private[this] var relearnAfter = FirstRelearnCapacities * capacity
+
   /** The map size at which a relearning batch may decide early (0: never). */
-  private[this] val earlyDecisionAt = if (capacity / 4 >= 1024) capacity / 4 else 0
+  private[this] val earlyDecisionAt = {
+    val at = capacity / EarlyDecisionFraction
+    if (at >= EarlyDecisionMinKeys) at else 0
+  }
   private[this] var relearning = false
-  private[this] val earlyMaxReduction = 1 + (minReduction - 1) / 10
+  private[this] val earlyMaxReduction = 1 + (minReduction - 1) / EarlyReductionDivisor
   private[this] val scratch = newBuffer()
 
   /** Rows per hash bucket of the shuffle key in a batch, when there is one. */
@@ -279,7 +349,7 @@ private class FlushingAggregationIterator(
       map.put(row, e)
       rowsSinceFlush += 1
       if (relearning && map.size == earlyDecisionAt &&
-          restReduction(heavyThreshold) < earlyMaxReduction) {
+        restReduction(heavyThreshold) < earlyMaxReduction) {
         flush(null, passThroughNext = true)
       }
       false
@@ -314,7 +384,7 @@ private class FlushingAggregationIterator(
   private def heavyThreshold: Double = heavyAmong(map.size)
 
   /** Heavy among `n` keys (or buckets): at least 8 times the batch's mean rows per one. */
-  private def heavyAmong(n: Int): Double = 8.0 * rowsSinceFlush / math.max(1, n)
+  private def heavyAmong(n: Int): Double = HeavyFactor * rowsSinceFlush / math.max(1, n)
 
   /** The hash bucket of a grouping key's shuffle key: the top bits of its Murmur3 hash. */
   private def shuffleBucket(key: UnsafeRow): Int =
@@ -362,7 +432,7 @@ private class FlushingAggregationIterator(
         val c = emitted.cursor()
         while (c.advance()) {
           if (c.value.rows >= heavy || !heavyBucket.isInfinite &&
-              rowsPerShuffleBucket(shuffleBucket(c.key)) >= heavyBucket) {
+            rowsPerShuffleBucket(shuffleBucket(c.key)) >= heavyBucket) {
             add(c.key)
           }
         }
@@ -373,10 +443,10 @@ private class FlushingAggregationIterator(
       heavyKeys(key => map.putKey(key, new Entry(newBuffer())))
       learning = false
       rowsUntilLearning = relearnAfter
-      relearnAfter = math.min(2 * relearnAfter, 256L * capacity)
+      relearnAfter = math.min(RelearnGrowth * relearnAfter, MaxRelearnCapacities * capacity)
     } else {
       if (learning) {
-        relearnAfter = 16L * capacity
+        relearnAfter = FirstRelearnCapacities * capacity
         relearning = false
       }
       map = newMap(capacity)

@@ -3,7 +3,9 @@ package org.apache.spark.sql.skewagg.localagg
 import java.util.{HashMap => JHashMap}
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, NamedExpression, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute, NamedExpression, UnsafeProjection, UnsafeRow
+}
 import org.apache.spark.sql.types.{DateType, IntegerType, LongType, TimestampNTZType, TimestampType}
 
 /**
@@ -13,6 +15,7 @@ import org.apache.spark.sql.types.{DateType, IntegerType, LongType, TimestampNTZ
  * key projection, key copy or entry object per key, one multiply and a probe of two arrays.
  */
 private[skewagg] abstract class GroupingKeyMap[V <: AnyRef] {
+
   /** The value of `input`'s grouping key, or null. */
   def get(input: InternalRow): V
 
@@ -37,7 +40,9 @@ private[skewagg] object GroupingKeyMap {
    * grouping key is an integral input column (int and date read as ints, long and timestamps as
    * longs), else by the key's UnsafeRow as `project` computes it from an input row.
    */
-  def constructor[V <: AnyRef](grouping: Seq[NamedExpression], input: Seq[Attribute],
+  def constructor[V <: AnyRef](
+      grouping: Seq[NamedExpression],
+      input: Seq[Attribute],
       project: UnsafeProjection): Int => GroupingKeyMap[V] = {
     val byValue = grouping match {
       case Seq(a: Attribute) =>
@@ -110,7 +115,7 @@ private[skewagg] object GroupingKeyMap {
 
     /** The slot holding `v`, or the empty slot where it goes. */
     private def slot(v: Long): Int = {
-      var i = ((v * 0x9E3779B97F4A7C15L) >>> (64 - bits)).toInt
+      var i = ((v * 0x9e3779b97f4a7c15L) >>> (64 - bits)).toInt
       while (values(i) != null && keys(i) != v) i = (i + 1) & mask
       i
     }

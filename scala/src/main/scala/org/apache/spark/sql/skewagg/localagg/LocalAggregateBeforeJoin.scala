@@ -1,17 +1,25 @@
 package org.apache.spark.sql.skewagg.localagg
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeSet, ExpressionSet,
-  NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{
+  Alias, Attribute, AttributeSet, ExpressionSet, NamedExpression
+}
 import org.apache.spark.sql.catalyst.expressions.PythonUDAF
 import org.apache.spark.sql.catalyst.planning.{ExtractEquiJoinKeys, PhysicalAggregation}
-import org.apache.spark.sql.catalyst.plans.{Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter}
-import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, TypedImperativeAggregate}
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, BROADCAST, Join, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.plans.{
+  Inner, JoinType, LeftAnti, LeftOuter, LeftSemi, RightOuter
+}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{
+  AggregateExpression, TypedImperativeAggregate
+}
+import org.apache.spark.sql.catalyst.plans.logical.{
+  Aggregate, BROADCAST, Join, LogicalPlan, Project
+}
 import org.apache.spark.sql.execution.{PlanLater, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.adaptive.LogicalQueryStage
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{SessionStates, SkewAggConf, SkewAggDecisions, SkewAggHints}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
 import org.apache.spark.sql.types.{Decimal, DecimalType}
 
 /**
@@ -65,10 +73,32 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
   private def conf: SQLConf = SQLConf.get
 
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case agg: Aggregate if SkewAggConf.enabled(conf, SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED) &&
-        !agg.isStreaming && !SkewAggHints.forbidden(agg) =>
-      rewrite(agg, forced = SkewAggHints.forced(agg)).toSeq
+    case agg: Aggregate
+        if SkewAggConf.enabled(conf) && !agg.isStreaming &&
+          !SkewAggHints.forbidden(agg) =>
+      if (conf.getConf(SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED)) {
+        rewrite(agg, forced = SkewAggHints.forced(agg)).toSeq
+      } else {
+        if (wouldConsider(agg)) {
+          SkewAggDecisions.record(
+            agg,
+            SwitchedOff(
+              "no local aggregation before the join",
+              SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED))
+        }
+        Nil
+      }
     case _ => Nil
+  }
+
+  /** Whether `agg` has the shape the rewrite looks at: functions reading one side of a join. */
+  private def wouldConsider(agg: Aggregate): Boolean = agg match {
+    case PhysicalAggregation(grouping, aggregates, _, _)
+        if grouping.nonEmpty && aggregates.nonEmpty =>
+      joinBelow(agg.child).exists { case (join, _) =>
+        aggregatedSide(join, AttributeSet(aggregates.flatMap(_.references))).isDefined
+      }
+    case _ => false
   }
 
   private def rewrite(agg: Aggregate, forced: Boolean): Option[SparkPlan] = agg match {
@@ -76,8 +106,10 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         if grouping.nonEmpty && grouping.forall(columnOrConstant) &&
           aggregates.nonEmpty && aggregates.forall(_.deterministic) &&
           !aggregates.exists(_.aggregateFunction.isInstanceOf[PythonUDAF]) &&
-          (forced || !aggregates.exists(_.aggregateFunction.isInstanceOf[TypedImperativeAggregate[_]])) &&
-          (aggregates.forall(a => a.isDistinct && a.filter.isEmpty) || !aggregates.exists(_.isDistinct)) =>
+          (forced || !aggregates.exists(
+            _.aggregateFunction.isInstanceOf[TypedImperativeAggregate[_]])) &&
+          (aggregates.forall(a => a.isDistinct && a.filter.isEmpty) || !aggregates.exists(
+            _.isDistinct)) =>
       val distinctOnly = aggregates.forall(_.isDistinct)
       for {
         (join, projected) <- joinBelow(agg.child)
@@ -92,9 +124,16 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         if distinctOnly || !drops || !refusedAsFailing(agg, aggs, forced)
         s = if (side == "left") join.left else join.right
         conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
-        keys = (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
+        keys =
+          (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
         if forced || !refusedAsUnique(agg, s, keys)
-        local <- localSide(agg, aggs, keys, projected, s, flushing = !forced,
+        local <- localSide(
+          agg,
+          aggs,
+          keys,
+          projected,
+          s,
+          flushing = !forced,
           shuffleKeys = if (shuffled(join)) joinKeysOf(join, side) else Nil)
         newJoin = if (side == "left") join.copy(left = local) else join.copy(right = local)
         planned <- plan(agg, newJoin, local, distinctOnly, grouping, aggs, result)
@@ -149,7 +188,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
     val s = side.transformUp { case stage: LogicalQueryStage => stage.logicalPlan }
     val keySet = ExpressionSet(keys)
     val fromPlan = s.distinctKeys.find(_.subsetOf(keySet)).map { unique =>
-      s"left alone: the joined side is already unique on ${unique.map(_.sql).mkString(", ")} " +
+      s"the joined side is already unique on ${unique.map(_.sql).mkString(", ")} " +
         "(it is grouped or deduplicated on them), so aggregating it before the join would " +
         "merge nothing."
     }
@@ -160,7 +199,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         keys.flatMap(k => stats.attributeStats.get(k).flatMap(_.distinctCount).map(k -> _))
           .find { case (_, distinct) => BigDecimal(distinct) * minReduction >= BigDecimal(rows) }
           .map { case (k, distinct) =>
-            f"left alone: column statistics give ${k.name} $distinct%,d distinct values in " +
+            f"column statistics give ${k.name} $distinct%,d distinct values in " +
               f"$rows%,d rows of the joined side, fewer than " +
               s"${SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key}=$minReduction rows per " +
               "key, so aggregating it before the join would merge almost nothing."
@@ -168,7 +207,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       }
     }
     fromPlan.orElse(fromStatistics) match {
-      case Some(reason) => SkewAggDecisions.record(agg, reason); true
+      case Some(reason) => SkewAggDecisions.record(agg, Refused(reason)); true
       case None => false
     }
   }
@@ -189,11 +228,13 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       case _ => false
     }))
     if (wide.nonEmpty) {
-      SkewAggDecisions.record(agg, s"left alone: the partial buffers of " +
-        s"${wide.map(_.sql).mkString(", ")} hold decimals of more than " +
-        s"${Decimal.MAX_LONG_DIGITS} digits, which cost a BigDecimal per row passed on before " +
-        "the join, more than aggregating before it saves unless keys repeat within a task " +
-        "(the SKEW_AGG hint aggregates anyway).")
+      SkewAggDecisions.record(
+        agg,
+        Refused(s"the partial buffers of " +
+          s"${wide.map(_.sql).mkString(", ")} hold decimals of more than " +
+          s"${Decimal.MAX_LONG_DIGITS} digits, which cost a BigDecimal per row passed on before " +
+          "the join, more than aggregating before it saves unless keys repeat within a task " +
+          "(the SKEW_AGG hint aggregates anyway)."))
     }
     wide.nonEmpty
   }
@@ -209,8 +250,10 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       forced: Boolean): Boolean = {
     val failing = aggregates.flatMap(RowFailures.of(_, trustUserCode = forced))
     if (failing.nonEmpty) {
-      SkewAggDecisions.record(agg, s"left alone: ${failing.mkString(", ")} may fail on some " +
-        "rows, and aggregating before the join would also evaluate it on rows the join drops.")
+      SkewAggDecisions.record(
+        agg,
+        Refused(s"${failing.mkString(", ")} may fail on some " +
+          "rows, and aggregating before the join would also evaluate it on rows the join drops."))
     }
     failing.nonEmpty
   }
@@ -274,7 +317,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
     val threshold = conf.autoBroadcastJoinThreshold
     def large(p: LogicalPlan) = threshold < 0 || p.stats.sizeInBytes > threshold
     join.condition.isDefined && large(join.left) && large(join.right) &&
-      !Seq(join.hint.leftHint, join.hint.rightHint).flatten.exists(_.strategy.contains(BROADCAST))
+    !Seq(join.hint.leftHint, join.hint.rightHint).flatten.exists(_.strategy.contains(BROADCAST))
   }
 
   /** "left" or "right": the side whose rows the aggregate functions read, when that is exact. */

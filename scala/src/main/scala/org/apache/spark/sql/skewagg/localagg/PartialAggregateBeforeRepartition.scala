@@ -3,21 +3,26 @@ package org.apache.spark.sql.skewagg.localagg
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, PythonUDAF}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Partial, TypedImperativeAggregate}
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, Expand, Filter, LogicalPlan, Project, RepartitionByExpression}
+import org.apache.spark.sql.catalyst.plans.logical.{
+  Aggregate, Expand, Filter, LogicalPlan, Project, RepartitionByExpression
+}
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.{PlanLater, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec}
-import org.apache.spark.sql.skewagg.{SessionStates, SkewAggConf, SkewAggHints,
-  SkewAggLocalStageExec}
+import org.apache.spark.sql.execution.exchange.{
+  REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec
+}
+import org.apache.spark.sql.skewagg.{
+  SessionStates, SkewAggConf, SkewAggHints, SkewAggLocalStageExec
+}
 
 /**
- * Matches: `Aggregate(keys, aggs)` over a user `RepartitionByExpression` that hashes on
- * expressions reading only grouping attributes (`df.repartition(k).groupBy(k, ...)`,
+ * Matches: `Aggregate(keys, aggs)` over a user `RepartitionByExpression` that hashes on expressions
+ * reading only grouping attributes (`df.repartition(k).groupBy(k, ...)`,
  * `DISTRIBUTE BY k ... GROUP BY k`), directly or through row-local operators (Project, Filter,
- * Expand, as multiple DISTINCTs plan) that pass those attributes through unchanged: such
- * operators commute with a hash repartition on them. Vanilla Spark shuffles every row on k and runs partial and
- * final aggregation in the same reduce task, so a hot key's rows all land in one task.
+ * Expand, as multiple DISTINCTs plan) that pass those attributes through unchanged: such operators
+ * commute with a hash repartition on them. Vanilla Spark shuffles every row on k and runs partial
+ * and final aggregation in the same reduce task, so a hot key's rows all land in one task.
  *
  * Produces: Spark's own aggregate plan for `Aggregate(keys, aggs, child)`, with the user's
  * exchange (same partitioning, partition count, origin and advisory size) moved to just above
@@ -27,17 +32,16 @@ import org.apache.spark.sql.skewagg.{SessionStates, SkewAggConf, SkewAggHints,
  * the aggregate's output keeps the user's partitioning. With the SKEW_AGG hint the partial
  * aggregate is Spark's; without it, it is a [[FlushingPartialAggregateExec]]: on many uniformly
  * spread keys Spark's partial aggregate reduces nothing and costs a hash-aggregation pass
- * (measured: 1.2x the wall time on 20M rows over 1M keys), while the flushing one merges only the
+ * (docs/rewrites.md has the measurement), while the flushing one merges only the
  * keys that repeat and passes the other rows through.
  *
- * Refuses (leaves the plan to Spark, and the skewed case to [[SplitSkewedShuffleBelowAggregate]]
- * at run time) when skewagg or `spark.skewagg.repartition.enabled` is off, the aggregate has the
- * NO_SKEW_AGG hint, or no SKEW_AGG hint and `spark.skewagg.repartition.localAggregate.enabled`
- * off or a holistic function (its partial buffer is as large as
- * its input), the plan is streaming, an aggregate is a Python UDAF, the
- * aggregate has no grouping keys, the repartition is by range or round robin, a partition expression reads a column that is not a
- * grouping attribute or is nondeterministic, or an operator in between redefines a key or is
- * nondeterministic.
+ * Refuses (leaves the plan to Spark, and the skewed case to [[SplitSkewedShuffleBelowAggregate]] at
+ * run time) when skewagg or `spark.skewagg.repartition.enabled` is off, the aggregate has the
+ * NO_SKEW_AGG hint, or no SKEW_AGG hint and `spark.skewagg.repartition.localAggregate.enabled` off
+ * or a holistic function (its partial buffer is as large as its input), the plan is streaming, an
+ * aggregate is a Python UDAF, the aggregate has no grouping keys, the repartition is by range or
+ * round robin, a partition expression reads a column that is not a grouping attribute or is
+ * nondeterministic, or an operator in between redefines a key or is nondeterministic.
  */
 case class PartialAggregateBeforeRepartition(session: SparkSession) extends SparkStrategy {
 
@@ -47,7 +51,8 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
           !agg.isStreaming && agg.groupingExpressions.nonEmpty && !SkewAggHints.forbidden(agg) &&
           (SkewAggHints.forced(agg) ||
             session.sessionState.conf.getConf(SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED) &&
-            !agg.aggregateExpressions.exists(_.exists(_.isInstanceOf[TypedImperativeAggregate[_]]))) &&
+            !agg.aggregateExpressions.exists(
+              _.exists(_.isInstanceOf[TypedImperativeAggregate[_]]))) &&
           !agg.aggregateExpressions.exists(_.exists(_.isInstanceOf[PythonUDAF])) =>
       val groupingAttributes =
         AttributeSet(agg.groupingExpressions.collect { case a: Attribute => a })
@@ -74,8 +79,9 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
     bottom match {
       case r: RepartitionByExpression =>
         r.partitioning match {
-          case HashPartitioning(expressions, _) if expressions.nonEmpty &&
-              expressions.forall(e => e.deterministic && e.references.subsetOf(keys)) =>
+          case HashPartitioning(expressions, _)
+              if expressions.nonEmpty &&
+                expressions.forall(e => e.deterministic && e.references.subsetOf(keys)) =>
             val partitionKeys = AttributeSet(expressions.flatMap(_.references))
             if (path.forall(passesThrough(_, partitionKeys))) Some(r) else None
           case _ => None
@@ -98,12 +104,12 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
       keys.subsetOf(AttributeSet(p.projectList.collect { case a: Attribute => a }))
     case f: Filter => f.condition.deterministic
     case e: Expand => keys.forall { key =>
-      val i = e.output.indexWhere(_.exprId == key.exprId)
-      i >= 0 && e.projections.forall(_(i) match {
-        case a: Attribute => a.exprId == key.exprId
-        case _ => false
-      })
-    }
+        val i = e.output.indexWhere(_.exprId == key.exprId)
+        i >= 0 && e.projections.forall(_(i) match {
+          case a: Attribute => a.exprId == key.exprId
+          case _ => false
+        })
+      }
     case _ => false
   }
 
@@ -112,11 +118,13 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
       planned: SparkPlan,
       repartition: RepartitionByExpression,
       flushing: Boolean): Option[SparkPlan] = {
-    val origin = if (repartition.optNumPartitions.isEmpty) REPARTITION_BY_COL else REPARTITION_BY_NUM
+    val origin =
+      if (repartition.optNumPartitions.isEmpty) REPARTITION_BY_COL else REPARTITION_BY_NUM
     var moved = false
     val rewritten = planned.transformUp {
-      case bottom: BaseAggregateExec if bottom.child.isInstanceOf[PlanLater] &&
-          bottom.aggregateExpressions.forall(_.mode == Partial) =>
+      case bottom: BaseAggregateExec
+          if bottom.child.isInstanceOf[PlanLater] &&
+            bottom.aggregateExpressions.forall(_.mode == Partial) =>
         moved = true
         val local = if (flushing) {
           SkewAggLocalStageExec.mark(
@@ -126,7 +134,10 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
           SkewAggLocalStageExec.mark(bottom, "partial aggregate before the user's repartition")
         }
         ShuffleExchangeExec(
-          repartition.partitioning, local, origin, repartition.optAdvisoryPartitionSize)
+          repartition.partitioning,
+          local,
+          origin,
+          repartition.optAdvisoryPartitionSize)
     }
     // Only a chain with an aggregate above the moved exchange is a local-global plan.
     if (moved && !rewritten.isInstanceOf[ShuffleExchangeExec]) Some(rewritten) else None

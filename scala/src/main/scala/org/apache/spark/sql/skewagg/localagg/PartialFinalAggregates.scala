@@ -53,14 +53,17 @@ case class PlanPartialAggregates(session: SparkSession) extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case PartialAggregate(grouping, aggregates, child, flushing, shuffleKeys) =>
       val planned = AggUtils.planAggregateWithoutDistinct(
-        PartialAggregates.normalizedKeys(grouping), aggregates, grouping.map(_.toAttribute), planLater(child))
+        PartialAggregates.normalizedKeys(grouping),
+        aggregates,
+        grouping.map(_.toAttribute),
+        planLater(child))
       val what = if (aggregates.isEmpty) "deduplication" else "partial aggregate"
       val merged = aggregates.nonEmpty && shuffleKeys.nonEmpty
       planned.headOption.collect { case sparkFinal: BaseAggregateExec =>
         val local = sparkFinal.children.head match {
           case partial: BaseAggregateExec if flushing =>
-            val flushingAggregate = FlushingPartialAggregateExec.from(partial, shuffleKeys,
-              sketchKeys = merged)
+            val flushingAggregate =
+              FlushingPartialAggregateExec.from(partial, shuffleKeys, sketchKeys = merged)
             SkewAggLocalStageExec.mark(flushingAggregate, s"flushing $what before the join")
           case partial => SkewAggLocalStageExec.mark(partial, s"$what before the join")
         }
@@ -77,6 +80,7 @@ case class PlanPartialAggregates(session: SparkSession) extends SparkStrategy {
 
 /** The final half of an aggregate whose partial half [[PartialAggregate]] ran below a join. */
 object FinalAggregates {
+
   /**
    * Spark's final aggregate (hash, object-hash or sort, as Spark would choose) merging the
    * buffers in `join`'s rows (a join of partial rows, which repeats a buffer once per matching

@@ -1,17 +1,21 @@
 package org.apache.spark.sql.skewagg.localagg
 
-import org.apache.spark.sql.catalyst.expressions.{Abs, Add, Alias, And, Attribute,
-  AtLeastNNonNulls, BinaryArithmetic, BinaryComparison, BoundReference, CaseWhen, Cast, Coalesce,
-  Divide, EvalMode, Expression, If, In, InSet, IntegralDivide, IsNaN, IsNotNull, IsNull, Literal,
-  KnownFloatingPointNormalized, KnownNotNull, Multiply, NaNvl, Not, Or, Pmod, Remainder,
-  Subtract, UnaryMinus, UnscaledValue, UserDefinedExpression}
-import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Average,
-  BitAggregate, CentralMomentAgg, CollectList, CollectSet, Corr, Count, Covariance, First,
-  HyperLogLogPlusPlus, Last, Max, MaxMinBy, Min, Percentile, Sum}
+import org.apache.spark.sql.catalyst.expressions.{
+  Abs, Add, Alias, And, Attribute, AtLeastNNonNulls, BinaryArithmetic, BinaryComparison,
+  BoundReference, CaseWhen, Cast, Coalesce, Divide, EvalMode, Expression, If, In, InSet,
+  IntegralDivide, IsNaN, IsNotNull, IsNull, Literal, KnownFloatingPointNormalized, KnownNotNull,
+  Multiply, NaNvl, Not, Or, Pmod, Remainder, Subtract, UnaryMinus, UnscaledValue,
+  UserDefinedExpression
+}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{
+  AggregateExpression, Average, BitAggregate, CentralMomentAgg, CollectList, CollectSet, Corr,
+  Count, Covariance, First, HyperLogLogPlusPlus, Last, Max, MaxMinBy, Min, Percentile, Sum
+}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeNaNAndZero
-import org.apache.spark.sql.types.{AtomicType, DataType, DayTimeIntervalType, Decimal,
-  DecimalType, DoubleType, FloatType, IntegralType, NumericType, StringType,
-  YearMonthIntervalType}
+import org.apache.spark.sql.types.{
+  AtomicType, DataType, DayTimeIntervalType, Decimal, DecimalType, DoubleType, FloatType,
+  IntegralType, NumericType, StringType, YearMonthIntervalType
+}
 
 /**
  * What may throw on some row, for a rewrite that aggregates rows Spark's plan never aggregates
@@ -24,6 +28,7 @@ import org.apache.spark.sql.types.{AtomicType, DataType, DayTimeIntervalType, De
  * collecting aggregates. User code (UDFs, UDAFs, Aggregators) may fail.
  */
 object RowFailures {
+
   /**
    * The SQL of the first part of `a` (its function, its inputs, its FILTER) that may fail on
    * some row, if any; user-defined parts count as failing unless `trustUserCode`.
@@ -48,20 +53,20 @@ object RowFailures {
     case _: CentralMomentAgg | _: Corr | _: Covariance => true
     case _: HyperLogLogPlusPlus | _: CollectList | _: CollectSet => true
     case p: Percentile => p.frequencyExpression match {
-      case Literal(n: Long, _) => n >= 0
-      case Literal(n: Int, _) => n >= 0
-      case _ => false
-    }
+        case Literal(n: Long, _) => n >= 0
+        case Literal(n: Int, _) => n >= 0
+        case _ => false
+      }
     case _ => false
   }
 
   private def mayFail(e: Expression): Boolean = e match {
     case _: Attribute | _: Literal | _: BoundReference | _: Alias => false
     case _: UnscaledValue | _: KnownNotNull | _: KnownFloatingPointNormalized |
-         _: NormalizeNaNAndZero => false
+        _: NormalizeNaNAndZero => false
     case _: If | _: CaseWhen | _: Coalesce | _: IsNull | _: IsNotNull | _: IsNaN | _: NaNvl |
-         _: Not | _: And | _: Or | _: BinaryComparison | _: In | _: InSet |
-         _: AtLeastNNonNulls => false
+        _: Not | _: And | _: Or | _: BinaryComparison | _: In | _: InSet |
+        _: AtLeastNNonNulls => false
     case c: Cast => c.evalMode == EvalMode.ANSI && !safeCast(c.child.dataType, c.dataType)
     case b @ (_: Add | _: Subtract | _: Multiply) =>
       ansi(b.asInstanceOf[BinaryArithmetic]) && !neverOverflows(b.dataType)

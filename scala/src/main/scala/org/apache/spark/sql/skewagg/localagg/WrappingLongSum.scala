@@ -1,10 +1,13 @@
 package org.apache.spark.sql.skewagg.localagg
 
-import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, Cast, Coalesce,
-  EqualTo, EvalMode, Expression, If, IsNull, LessThan, Literal}
+import org.apache.spark.sql.catalyst.expressions.{
+  Add, And, AttributeReference, Cast, Coalesce, EqualTo, EvalMode, Expression, If, IsNull, LessThan,
+  Literal
+}
 import org.apache.spark.sql.catalyst.expressions.{BitwiseAnd, BitwiseXor}
-import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression,
-  DeclarativeAggregate, Sum}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{
+  AggregateExpression, DeclarativeAggregate, Sum
+}
 import org.apache.spark.sql.catalyst.trees.UnaryLike
 import org.apache.spark.sql.types.{DataType, IntegralType, LongType}
 
@@ -15,9 +18,9 @@ import org.apache.spark.sql.types.{DataType, IntegralType, LongType}
  * not wrap in all, else Spark's own overflow error, that of the ANSI addition `sum` fails in.
  *
  * For a partial aggregate that runs before a join drops rows: Spark's `sum` fails as soon as a
- * running sum overflows, and aggregating a group that the join then drops would fail a query
- * Spark answers (fuzz seed 5, case 293). Where the exact sum of a kept group fits in a BIGINT it
- * is the result, also when a running sum in Spark's order of rows would have overflowed.
+ * running sum overflows, and aggregating a group that the join then drops would fail a query Spark
+ * answers (docs/rewrites.md, "Rows a join drops"). Where the exact sum of a kept group fits in a
+ * BIGINT it is the result, also when a running sum in Spark's order of rows would have overflowed.
  */
 case class WrappingLongSum(child: Expression) extends DeclarativeAggregate
     with UnaryLike[Expression] {
@@ -33,7 +36,8 @@ case class WrappingLongSum(child: Expression) extends DeclarativeAggregate
   /** -1, 0 or 1: how `a + b` wrapped, given `n`, its wrapped result. */
   private def wrapOf(a: Expression, b: Expression, n: Expression): Expression = If(
     LessThan(BitwiseAnd(BitwiseXor(a, n), BitwiseXor(b, n)), Literal(0L)),
-    If(LessThan(b, Literal(0L)), Literal(-1L), Literal(1L)), Literal(0L))
+    If(LessThan(b, Literal(0L)), Literal(-1L), Literal(1L)),
+    Literal(0L))
 
   private def wrappingAdd(a: Expression, b: Expression) = Add(a, b, EvalMode.LEGACY)
 
@@ -47,22 +51,25 @@ case class WrappingLongSum(child: Expression) extends DeclarativeAggregate
   override lazy val mergeExpressions: Seq[Expression] = {
     val (l, r) = (Coalesce(Seq(sum.left, Literal(0L))), Coalesce(Seq(sum.right, Literal(0L))))
     val n = wrappingAdd(l, r)
-    Seq(If(And(IsNull(sum.left), IsNull(sum.right)), Literal(null, LongType), n),
+    Seq(
+      If(And(IsNull(sum.left), IsNull(sum.right)), Literal(null, LongType), n),
       wrappingAdd(wrappingAdd(wraps.left, wraps.right), wrapOf(l, r, n)))
   }
 
-  override lazy val evaluateExpression: Expression = If(EqualTo(wraps, Literal(0L)), sum,
-    Add(Literal(Long.MaxValue), Literal(1L), EvalMode.ANSI))
+  override lazy val evaluateExpression: Expression =
+    If(EqualTo(wraps, Literal(0L)), sum, Add(Literal(Long.MaxValue), Literal(1L), EvalMode.ANSI))
 
   override protected def withNewChildInternal(newChild: Expression): WrappingLongSum =
     copy(child = newChild)
 }
 
 object WrappingLongSum {
+
   /** `a` with a [[WrappingLongSum]] for Spark's `sum` of integral values in ANSI mode. */
   def in(a: AggregateExpression): AggregateExpression = a.aggregateFunction match {
-    case s: Sum if s.child.dataType.isInstanceOf[IntegralType] &&
-        EvalModes.of(s) == EvalMode.ANSI =>
+    case s: Sum
+        if s.child.dataType.isInstanceOf[IntegralType] &&
+          EvalModes.of(s) == EvalMode.ANSI =>
       a.copy(aggregateFunction = WrappingLongSum(s.child))
     case _ => a
   }

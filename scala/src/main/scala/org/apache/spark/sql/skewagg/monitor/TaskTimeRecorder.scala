@@ -18,8 +18,15 @@ import org.apache.spark.scheduler.{SparkListener, SparkListenerStageSubmitted, S
  * }}}
  */
 class TaskTimeRecorder private (sc: SparkContext) extends SparkListener {
-  private case class Task(index: Int, durationMs: Long, runMs: Long, records: Long, bytes: Long,
-      peakExecutionMemory: Long, diskSpilled: Long, jvmHeapPeak: Long)
+  private case class Task(
+      index: Int,
+      durationMs: Long,
+      runMs: Long,
+      records: Long,
+      bytes: Long,
+      peakExecutionMemory: Long,
+      diskSpilled: Long,
+      jvmHeapPeak: Long)
   private val names = mutable.LinkedHashMap.empty[(Int, Int), String]
   private val tasks = mutable.LinkedHashMap.empty[(Int, Int), mutable.ArrayBuffer[Task]]
 
@@ -34,11 +41,18 @@ class TaskTimeRecorder private (sc: SparkContext) extends SparkListener {
     if (info != null && info.successful) {
       val shuffle = metrics.map(_.shuffleReadMetrics)
       val input = metrics.map(_.inputMetrics)
-      val records = shuffle.map(_.recordsRead).getOrElse(0L) + input.map(_.recordsRead).getOrElse(0L)
+      val records =
+        shuffle.map(_.recordsRead).getOrElse(0L) + input.map(_.recordsRead).getOrElse(0L)
       val bytes = shuffle.map(_.totalBytesRead).getOrElse(0L) + input.map(_.bytesRead).getOrElse(0L)
       tasks.getOrElseUpdate((event.stageId, event.stageAttemptId), mutable.ArrayBuffer.empty) +=
-        Task(info.index, info.duration, metrics.map(_.executorRunTime).getOrElse(0L), records, bytes,
-          metrics.map(_.peakExecutionMemory).getOrElse(0L), metrics.map(_.diskBytesSpilled).getOrElse(0L),
+        Task(
+          info.index,
+          info.duration,
+          metrics.map(_.executorRunTime).getOrElse(0L),
+          records,
+          bytes,
+          metrics.map(_.peakExecutionMemory).getOrElse(0L),
+          metrics.map(_.diskBytesSpilled).getOrElse(0L),
           Option(event.taskExecutorMetrics).map(_.getMetricValue("JVMHeapMemory")).getOrElse(0L))
     }
   }
@@ -64,7 +78,8 @@ class TaskTimeRecorder private (sc: SparkContext) extends SparkListener {
         val taskJson = ts.sortBy(_.index).map { t =>
           s"""{"index":${t.index},"durationMs":${t.durationMs},"runMs":${t.runMs},""" +
             s""""records":${t.records},"bytes":${t.bytes},"peakExecutionMemory":""" +
-            s"""${t.peakExecutionMemory},"diskSpilled":${t.diskSpilled},"jvmHeapPeak":${t.jvmHeapPeak}}"""
+            s"""${t.peakExecutionMemory},"diskSpilled":${t.diskSpilled},"jvmHeapPeak":${t
+                .jvmHeapPeak}}"""
         }.mkString("[", ",", "]")
         s"""{"stage":$stage,"attempt":$attempt,"name":"$name","tasks":$taskJson}"""
       }.mkString("[", ",", "]")

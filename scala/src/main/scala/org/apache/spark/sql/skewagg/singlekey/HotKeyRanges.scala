@@ -6,7 +6,11 @@ import scala.reflect.ClassTag
 import org.apache.spark.RangePartitioner
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeReference, BaseOrdering, BoundReference, Expression, Literal, Murmur3Hash, Pmod, RowOrdering, SortOrder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Ascending, Attribute, AttributeReference, BaseOrdering, BoundReference, Expression, Literal,
+  Murmur3Hash, Pmod, RowOrdering, SortOrder, UnsafeProjection, UnsafeRow
+}
+import org.apache.spark.sql.skewagg.SkewAggConf
 import org.apache.spark.sql.types.DataType
 
 /**
@@ -31,17 +35,47 @@ final case class HotKeyRange(key: UnsafeRow, firstPartition: Int, bounds: Array[
   def partitions: Range = firstPartition until firstPartition + numSplits
 }
 
-final case class HotKeyRanges(hashPartitions: Int, hotKeys: Seq[HotKeyRange]) {
+/**
+ * The routing, and the sample's estimates it was decided on: the largest key's rows and the rows
+ * of an average hash partition (0 when nothing was sampled).
+ */
+final case class HotKeyRanges(
+    hashPartitions: Int,
+    hotKeys: Seq[HotKeyRange],
+    largestKeyRows: Double = 0,
+    averagePartitionRows: Double = 0) {
   def numPartitions: Int = hashPartitions + hotKeys.map(_.numSplits).sum
   def splitPartitions: Range = hashPartitions until numPartitions
   def numSplits: Int = numPartitions - hashPartitions
 
+  /** "1 hot key split by value into 16 tasks: ...", or why none was. */
+  def describe(minKeyRows: Long): String = {
+    val estimate = f"the largest key estimated at $largestKeyRows%,.0f rows from a sample"
+    if (hotKeys.nonEmpty) {
+      val keys = if (hotKeys.size == 1) "1 hot key" else s"${hotKeys.size} hot keys"
+      f"$keys split by value into $numSplits tasks ($estimate, an average partition " +
+        f"$averagePartitionRows%,.0f rows)"
+    } else if (largestKeyRows == 0) {
+      "no hot key split: the sample read no rows"
+    } else if (largestKeyRows < minKeyRows) {
+      s"no hot key split: $estimate, under " +
+        s"${SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key}=$minKeyRows"
+    } else {
+      f"no hot key split: $estimate, an average partition $averagePartitionRows%,.0f rows " +
+        "(a key is split when it holds more than one partition's rows)"
+    }
+  }
+
   /**
    * The partition of each row, built once per task: `keys` and `value` are bound to `input`.
    */
-  def router(keys: Seq[Expression], value: Expression, input: Seq[Attribute]): InternalRow => Int = {
+  def router(
+      keys: Seq[Expression],
+      value: Expression,
+      input: Seq[Attribute]): InternalRow => Int = {
     val hash = UnsafeProjection.create(
-      Seq(Pmod(new Murmur3Hash(keys), Literal(hashPartitions))), input)
+      Seq(Pmod(new Murmur3Hash(keys), Literal(hashPartitions))),
+      input)
     if (hotKeys.isEmpty) {
       row => hash(row).getInt(0)
     } else {
@@ -60,9 +94,11 @@ final case class HotKeyRanges(hashPartitions: Int, hotKeys: Seq[HotKeyRange]) {
 }
 
 object HotKeyRanges {
+
   /** Ascending, nulls first (SortExec's order for `SortOrder(v, Ascending)`) on one column. */
   def valueOrdering(dataType: DataType): BaseOrdering = RowOrdering.create(
-    Seq(SortOrder(BoundReference(0, dataType, nullable = true), Ascending)), Nil)
+    Seq(SortOrder(BoundReference(0, dataType, nullable = true), Ascending)),
+    Nil)
 
   /** The first index whose bound is >= `value`, or `bounds.length`. */
   def splitIndex(bounds: Array[UnsafeRow], value: InternalRow, ordering: BaseOrdering): Int = {
@@ -103,7 +139,7 @@ object HotKeyRanges {
     val perPartition = math.max(1, math.ceil(sampleSize.toDouble / sampled).toInt)
     val reservoirs = input.mapPartitionsWithIndexInternal { (index, rows) =>
       val project = UnsafeProjection.create(keys :+ value, inputAttributes)
-      val random = new java.util.Random(index.toLong * 0x9E3779B97F4A7C15L + 17)
+      val random = new java.util.Random(index.toLong * 0x9e3779b97f4a7c15L + 17)
       val kept = new ArrayBuffer[UnsafeRow](perPartition)
       var seen = 0L
       rows.foreach { row =>
@@ -117,8 +153,10 @@ object HotKeyRanges {
       }
       Iterator((seen, kept.toArray))
     }
-    val sketches = input.sparkContext.runJob(reservoirs,
-      (rows: Iterator[(Long, Array[UnsafeRow])]) => rows.next(), chosen)
+    val sketches = input.sparkContext.runJob(
+      reservoirs,
+      (rows: Iterator[(Long, Array[UnsafeRow])]) => rows.next(),
+      chosen)
     // Rows of the whole input, estimated from the partitions read.
     val totalRows = sketches.map(_._1).sum.toDouble * inputPartitions / sampled
     if (totalRows == 0.0) return HotKeyRanges(hashPartitions, Nil)
@@ -159,7 +197,8 @@ object HotKeyRanges {
       val splits = math.min(maxSplits.toDouble, math.ceil(rows / averagePartitionRows)).toInt
       if (rows >= minKeyRows && splits >= 2) {
         val bounds = RangePartitioner.determineBounds(candidates.get(key), splits)(
-          ordering, ClassTag(classOf[UnsafeRow]))
+          ordering,
+          ClassTag(classOf[UnsafeRow]))
         if (bounds.nonEmpty) {
           val range = HotKeyRange(key, nextPartition, bounds)
           hot += range
@@ -167,6 +206,10 @@ object HotKeyRanges {
         }
       }
     }
-    HotKeyRanges(hashPartitions, hot.toSeq)
+    HotKeyRanges(
+      hashPartitions,
+      hot.toSeq,
+      byEstimate.headOption.fold(0.0)(_._2),
+      averagePartitionRows)
   }
 }

@@ -3,13 +3,22 @@ package org.apache.spark.sql.skewagg.singlekey
 import org.apache.spark.{ShuffleDependency, TaskContext}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, AttributeSet, BindReferences, Expression, GenericInternalRow, NamedExpression, SortOrder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{
+  Ascending, Attribute, AttributeSet, BindReferences, Expression, GenericInternalRow,
+  NamedExpression, SortOrder, UnsafeProjection, UnsafeRow
+}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Final, Partial}
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.util.truncatedString
-import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShuffledRowRDD, SortExec, SparkPlan, SQLExecution, UnaryExecNode, UnsafeRowSerializer}
+import org.apache.spark.sql.execution.{
+  CoalescedPartitionSpec, ShuffledRowRDD, SortExec, SparkPlan, SQLExecution, UnaryExecNode,
+  UnsafeRowSerializer
+}
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
-import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter}
-import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggRewriteExec}
+import org.apache.spark.sql.execution.metric.{
+  SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter
+}
+import org.apache.spark.sql.skewagg.{SkewAggAggregateExec, SkewAggConf}
 
 /**
  * [[SingleKeyAggregateExec]] whose hot keys are split by value across several tasks, so that the
@@ -49,13 +58,15 @@ case class HotKeySplitAggregateExec(
     resultExpressions: Seq[NamedExpression],
     sortValue: Expression,
     child: SparkPlan)
-  extends UnaryExecNode with SkewAggRewriteExec {
+    extends UnaryExecNode with SkewAggAggregateExec {
 
   override def output: Seq[Attribute] = resultExpressions.map(_.toAttribute)
   override def producedAttributes: AttributeSet = AttributeSet(aggregateAttributes)
 
-  private lazy val readMetrics = SQLShuffleReadMetricsReporter.createShuffleReadMetrics(sparkContext)
-  private lazy val writeMetrics = SQLShuffleWriteMetricsReporter.createShuffleWriteMetrics(sparkContext)
+  private lazy val readMetrics =
+    SQLShuffleReadMetricsReporter.createShuffleReadMetrics(sparkContext)
+  private lazy val writeMetrics =
+    SQLShuffleWriteMetricsReporter.createShuffleWriteMetrics(sparkContext)
 
   override lazy val metrics: Map[String, SQLMetric] = Map(
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "keys processed"),
@@ -65,11 +76,16 @@ case class HotKeySplitAggregateExec(
     "hotKeys" -> SQLMetrics.createMetric(sparkContext, "number of hot keys split"),
     "splits" -> SQLMetrics.createMetric(sparkContext, "number of splits"),
     "dataSize" -> SQLMetrics.createSizeMetric(sparkContext, "data size"),
-    "splitInterpolations" -> SQLMetrics.createMetric(sparkContext,
+    "splitInterpolations" -> SQLMetrics.createMetric(
+      sparkContext,
       "percentiles interpolated between two splits")) ++ readMetrics ++ writeMetrics
 
   // Still a SingleKeyAggregate (one key at a time), with hot keys split: plans name it so.
   override def nodeName: String = "SingleKeyAggregate"
+
+  override def decision: String =
+    SingleKeyAggregateExec.describe(longMetric("numInputRows"), longMetric("numOutputRows")) +
+      getTagValue(HotKeySplitAggregateExec.Split).fold("")("; " + _)
 
   override def simpleString(maxFields: Int): String = {
     val keys = truncatedString(groupingAttributes, "[", ", ", "]", maxFields)
@@ -86,36 +102,49 @@ case class HotKeySplitAggregateExec(
 
   /** The other functions: merged from per-split partial buffers for hot keys. */
   private def others: Seq[(AggregateExpression, Int)] =
-    aggregateExpressions.zipWithIndex.filterNot(_._1.aggregateFunction.isInstanceOf[SortedRunPercentile])
+    aggregateExpressions.zipWithIndex.filterNot(
+      _._1.aggregateFunction.isInstanceOf[SortedRunPercentile])
 
   override protected def doExecute(): RDD[InternalRow] = {
     val input = child.execute()
-    val ranges = HotKeyRanges.sample(input, groupingAttributes, sortValue, child.output,
+    val ranges = HotKeyRanges.sample(
+      input,
+      groupingAttributes,
+      sortValue,
+      child.output,
       conf.numShufflePartitions,
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS),
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MAX_SPLITS),
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_SIZE),
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_FRACTION))
+    setTagValue(
+      HotKeySplitAggregateExec.Split,
+      ranges.describe(conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS)))
     longMetric("hotKeys").set(ranges.hotKeys.size.toLong)
     longMetric("splits").set(ranges.numSplits.toLong)
 
     val dependency = shuffleDependency(input, ranges)
-    val ordinaryPartitions = new ShuffledRowRDD(dependency, readMetrics,
+    val ordinaryPartitions = new ShuffledRowRDD(
+      dependency,
+      readMetrics,
       Array.tabulate(ranges.hashPartitions)(i => CoalescedPartitionSpec(i, i + 1)))
     val ordinaryRows = aggregateOrdinaryKeys(ordinaryPartitions)
-    val result = if (ranges.hotKeys.isEmpty) ordinaryRows else {
+    val result = if (ranges.hotKeys.isEmpty) ordinaryRows
+    else {
       val allPartitions = new ShuffledRowRDD(dependency, readMetrics)
       sparkContext.union(ordinaryRows, aggregateHotKeys(allPartitions, ranges))
     }
-    SQLMetrics.postDriverMetricUpdates(sparkContext,
+    SQLMetrics.postDriverMetricUpdates(
+      sparkContext,
       sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY),
       Seq("hotKeys", "splits", "splitInterpolations").map(longMetric))
     result
   }
 
   /** The input shuffled by [[HotKeyRanges.router]]. */
-  private def shuffleDependency(input: RDD[InternalRow], ranges: HotKeyRanges)
-      : ShuffleDependency[Int, InternalRow, InternalRow] = {
+  private def shuffleDependency(
+      input: RDD[InternalRow],
+      ranges: HotKeyRanges): ShuffleDependency[Int, InternalRow, InternalRow] = {
     val keys = groupingAttributes
     val value = sortValue
     val inputAttributes = child.output
@@ -146,11 +175,21 @@ case class HotKeySplitAggregateExec(
     val attributes = aggregateAttributes
     val results = resultExpressions
     partitions.mapPartitionsWithIndexInternal { (partIndex, input) =>
-      if (!input.hasNext) Iterator.empty else {
-        val sorted = HotKeySplitAggregateExec.sort(input.map { row => rowsRead += 1; row },
-          byKeyAndValue, sortSpill)
-        SingleKeyAggregateExec.aggregateSorted(partIndex, sorted, grouping, inputAttributes,
-          functions, attributes, results, keys)
+      if (!input.hasNext) Iterator.empty
+      else {
+        val sorted = HotKeySplitAggregateExec.sort(
+          input.map { row => rowsRead += 1; row },
+          byKeyAndValue,
+          sortSpill)
+        SingleKeyAggregateExec.aggregateSorted(
+          partIndex,
+          sorted,
+          grouping,
+          inputAttributes,
+          functions,
+          attributes,
+          results,
+          keys)
       }
     }
   }
@@ -164,7 +203,9 @@ case class HotKeySplitAggregateExec(
    * job over the splits that hold a wanted rank (sorted, values at those ranks), and an RDD of one
    * task that merges each key's pieces.
    */
-  private def aggregateHotKeys(shuffled: RDD[InternalRow], ranges: HotKeyRanges): RDD[InternalRow] = {
+  private def aggregateHotKeys(
+      shuffled: RDD[InternalRow],
+      ranges: HotKeyRanges): RDD[InternalRow] = {
     val inputAttributes = child.output
     val boundPercentiles = percentiles.map { case (p, _) =>
       BindReferences.bindReference(p, inputAttributes)
@@ -177,7 +218,8 @@ case class HotKeySplitAggregateExec(
     val sortSpill = longMetric("sortSpillSize")
 
     // Per split: the ranks it holds per percentile function, and the others' partial buffer.
-    val counts: Array[SplitCount] = sparkContext.runJob(shuffled,
+    val counts: Array[SplitCount] = sparkContext.runJob(
+      shuffled,
       (context: TaskContext, rows: Iterator[InternalRow]) => {
         val held = new Array[Long](boundPercentiles.size)
         var read = 0L
@@ -187,17 +229,25 @@ case class HotKeySplitAggregateExec(
           while (j < held.length) { held(j) += boundPercentiles(j).weight(row); j += 1 }
           row
         }
-        val buffer = if (partial.isEmpty || !counted.hasNext) None else {
-          val aggregated = SortAggregationIterators.create(context.partitionId(), grouping,
-            inputAttributes, counted, partial, partial.flatMap(_.aggregateFunction.aggBufferAttributes),
-            0, grouping ++ partial.flatMap(_.aggregateFunction.inputAggBufferAttributes),
+        val buffer = if (partial.isEmpty || !counted.hasNext) None
+        else {
+          val aggregated = SortAggregationIterators.create(
+            context.partitionId(),
+            grouping,
+            inputAttributes,
+            counted,
+            partial,
+            partial.flatMap(_.aggregateFunction.aggBufferAttributes),
+            0,
+            grouping ++ partial.flatMap(_.aggregateFunction.inputAggBufferAttributes),
             new SQLMetric("sum"))
           Some(aggregated.next().copy())
         }
         counted.foreach(_ => ()) // (a split holds one key: the aggregation read it all already)
         rowsRead += read
         SplitCount(read, held, buffer)
-      }, splitIds)
+      },
+      splitIds)
 
     // Per split and function: the ascending ranks within the split that the results need.
     val localRanks: Array[Array[Array[Long]]] =
@@ -206,18 +256,10 @@ case class HotKeySplitAggregateExec(
     ranges.hotKeys.foreach { hot =>
       val splitsOfKey = hot.partitions.map(_ - firstSplit)
       boundPercentiles.indices.foreach { j =>
-        val offsets = splitsOfKey.map(s => counts(s).held(j)).scanLeft(0L)(_ + _)
-        // The last split whose offset is <= rank (splits holding no rank are skipped).
-        def splitOfRank(rank: Long): Int =
-          splitsOfKey(math.min(offsets.lastIndexWhere(_ <= rank), splitsOfKey.size - 1))
-        boundPercentiles(j).ranksNeeded(offsets.last).groupBy(splitOfRank).foreach {
-          case (split, ranks) =>
-            val offset = offsets(splitsOfKey.indexOf(split))
-            localRanks(split)(j) = ranks.map(_ - offset).sorted
-        }
-        interpolations += boundPercentiles(j).rankPairs(offsets.last).count {
-          case (low, high) => splitOfRank(low) != splitOfRank(high)
-        }
+        val ranks = SplitRanks(splitsOfKey.map(s => counts(s).held(j)))
+        ranks.localRanks(boundPercentiles(j).ranksNeeded(ranks.total).toSeq).zipWithIndex
+          .foreach { case (local, i) => localRanks(splitsOfKey(i))(j) = local }
+        interpolations += ranks.straddling(boundPercentiles(j).rankPairs(ranks.total))
       }
     }
     longMetric("splitInterpolations").set(interpolations)
@@ -226,7 +268,8 @@ case class HotKeySplitAggregateExec(
     val byValue = sortBy(Seq(sortValue))
     val picking = splitIds.filter(p => localRanks(p - firstSplit).exists(_.nonEmpty))
     val picked: Map[Int, Array[Array[AnyRef]]] = picking.map(_ - firstSplit).zip(
-      sparkContext.runJob(shuffled,
+      sparkContext.runJob(
+        shuffled,
         (context: TaskContext, rows: Iterator[InternalRow]) => {
           val wanted = localRanks(context.partitionId() - firstSplit)
           val found = wanted.map(r => new Array[AnyRef](r.length))
@@ -245,7 +288,8 @@ case class HotKeySplitAggregateExec(
             }
           }
           found
-        }, picking)).toMap
+        },
+        picking)).toMap
 
     // One task: each hot key's row from its splits' pieces.
     val keysProcessed = longMetric("numOutputRows")
@@ -259,31 +303,39 @@ case class HotKeySplitAggregateExec(
       val project = UnsafeProjection.create(results, grouping ++ attributes)
       val finalInput = grouping ++ finalOthers.flatMap(_.aggregateFunction.inputAggBufferAttributes)
       // (A hot key has rows, as the input is deterministic; the filter is only a safeguard.)
-      hotKeys.iterator.filter(_.partitions.exists(p => counts(p - firstSplit).rows > 0)).map { hot =>
-        val splits = hot.partitions.map(_ - firstSplit)
-        val values = new Array[Any](grouping.size + attributes.size)
-        grouping.indices.foreach(i => values(i) = hot.key.get(i, grouping(i).dataType))
-        boundPercentiles.indices.foreach { j =>
-          val offsets = splits.map(s => counts(s).held(j)).scanLeft(0L)(_ + _)
-          val atRank = splits.zip(offsets).flatMap { case (s, offset) =>
-            picked.get(s).toSeq.flatMap(found => localRanks(s)(j).map(_ + offset).zip(found(j)))
-          }.toMap
-          values(grouping.size + aggregateIndexOfPercentile(j)) =
-            boundPercentiles(j).resultFrom(offsets.last, atRank)
-        }
-        if (finalOthers.nonEmpty) {
-          val buffers = splits.flatMap(s => counts(s).buffer)
-          val merged = SortAggregationIterators.create(0, grouping, finalInput, buffers.iterator,
-            finalOthers, finalOthers.map(_.resultAttribute), grouping.size,
-            grouping ++ finalOthers.map(_.resultAttribute), new SQLMetric("sum"))
-            .next()
-          aggregateIndexOfOther.zipWithIndex.foreach { case (index, i) =>
-            values(grouping.size + index) =
-              merged.get(grouping.size + i, finalOthers(i).resultAttribute.dataType)
+      hotKeys.iterator.filter(_.partitions.exists(p => counts(p - firstSplit).rows > 0)).map {
+        hot =>
+          val splits = hot.partitions.map(_ - firstSplit)
+          val values = new Array[Any](grouping.size + attributes.size)
+          grouping.indices.foreach(i => values(i) = hot.key.get(i, grouping(i).dataType))
+          boundPercentiles.indices.foreach { j =>
+            val ranks = SplitRanks(splits.map(s => counts(s).held(j)))
+            val atRank = splits.zip(ranks.offsets).flatMap { case (s, offset) =>
+              picked.get(s).toSeq.flatMap(found => localRanks(s)(j).map(_ + offset).zip(found(j)))
+            }.toMap
+            values(grouping.size + aggregateIndexOfPercentile(j)) =
+              boundPercentiles(j).resultFrom(ranks.total, atRank)
           }
-        }
-        keysProcessed += 1
-        project(new GenericInternalRow(values)).copy(): InternalRow
+          if (finalOthers.nonEmpty) {
+            val buffers = splits.flatMap(s => counts(s).buffer)
+            val merged = SortAggregationIterators.create(
+              0,
+              grouping,
+              finalInput,
+              buffers.iterator,
+              finalOthers,
+              finalOthers.map(_.resultAttribute),
+              grouping.size,
+              grouping ++ finalOthers.map(_.resultAttribute),
+              new SQLMetric("sum"))
+              .next()
+            aggregateIndexOfOther.zipWithIndex.foreach { case (index, i) =>
+              values(grouping.size + index) =
+                merged.get(grouping.size + i, finalOthers(i).resultAttribute.dataType)
+            }
+          }
+          keysProcessed += 1
+          project(new GenericInternalRow(values)).copy(): InternalRow
       }
     }
   }
@@ -300,12 +352,18 @@ case class HotKeySplitAggregateExec(
 case class SplitCount(rows: Long, held: Array[Long], buffer: Option[UnsafeRow])
 
 object HotKeySplitAggregateExec {
+
+  /** Which hot keys the run split, and the sample's numbers it decided on (set when it runs). */
+  val Split: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.hotKeySplit")
+
   /**
    * `rows` sorted with the external sorter of `by` (as SortExec runs it); the bytes it spilled
    * are added to `spillSize` and its peak memory to the task's (as SortExec does).
    */
-  def sort(rows: Iterator[InternalRow], by: SortExec, spillSize: SQLMetric)
-      : Iterator[InternalRow] = {
+  def sort(
+      rows: Iterator[InternalRow],
+      by: SortExec,
+      spillSize: SQLMetric): Iterator[InternalRow] = {
     val sorter = by.createSorter()
     val taskMetrics = TaskContext.get().taskMetrics()
     val spilledBefore = taskMetrics.memoryBytesSpilled

@@ -1,7 +1,9 @@
 package org.apache.spark.sql.skewagg.singlekey
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression, NamedExpression, RowOrdering, VirtualColumn}
+import org.apache.spark.sql.catalyst.expressions.{
+  AttributeSet, Expression, NamedExpression, RowOrdering, VirtualColumn
+}
 import org.apache.spark.sql.catalyst.expressions.aggregate._
 import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
@@ -9,7 +11,10 @@ import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.ScalaAggregator
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf, SkewAggHints}
+import org.apache.spark.sql.skewagg.{
+  PartialAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints
+}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{NotDone, SwitchedOff}
 import org.apache.spark.sql.types._
 
 /**
@@ -46,12 +51,24 @@ import org.apache.spark.sql.types._
 case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkStrategy {
 
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case agg: Aggregate if applies(agg) => planned(agg).toSeq
+    case agg: Aggregate if applies(agg) =>
+      if (agg.conf.getConf(SkewAggConf.SINGLE_KEY_ENABLED)) planned(agg).toSeq
+      else {
+        if (agg.aggregateExpressions.exists(_.exists {
+            case a: AggregateExpression => isHolistic(a.aggregateFunction)
+            case _ => false
+          })) {
+          SkewAggDecisions.record(
+            agg,
+            SwitchedOff("not one key at a time", SkewAggConf.SINGLE_KEY_ENABLED))
+        }
+        Nil
+      }
     case _ => Nil
   }
 
   private def applies(agg: Aggregate): Boolean =
-    SkewAggConf.enabled(agg.conf, SkewAggConf.SINGLE_KEY_ENABLED) && !agg.isStreaming &&
+    SkewAggConf.enabled(agg.conf) && !agg.isStreaming &&
       !SkewAggHints.forbidden(agg) && agg.groupingExpressions.nonEmpty
 
   /** The holistic function's value expression, if `f` is one this operator computes exactly. */
@@ -82,7 +99,7 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
       val values = holistic.flatMap(holisticValue)
       val sortValue = values.headOption
       val refuse =
-        (holistic.isEmpty && !optedIn(functions, agg.conf)) ||
+        (holistic.isEmpty && !optedIn(agg, functions, agg.conf)) ||
           values.size != holistic.size || // a holistic function it cannot compute
           sortValue.exists(v => values.exists(!_.semanticEquals(v))) ||
           aggregates.exists(_.isDistinct) ||
@@ -93,8 +110,9 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
           } ||
           grouping.exists(_.references.exists(_.name == VirtualColumn.groupingIdName)) ||
           // Keys are compared as binary rows: collated strings (equal but not byte-equal) refused.
-          !grouping.forall(g => RowOrdering.isOrderable(g.dataType) &&
-            UnsafeRowUtils.isBinaryStable(g.dataType)) ||
+          !grouping.forall(g =>
+            RowOrdering.isOrderable(g.dataType) &&
+              UnsafeRowUtils.isBinaryStable(g.dataType)) ||
           !sortValue.forall(v => RowOrdering.isOrderable(v.dataType))
       if (refuse) None else Some(build(grouping, aggregates, results, sortValue, child, agg.conf))
     case _ => None
@@ -105,11 +123,24 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
    * Aggregators are opted in. A collect function present needs the collect setting (the order
    * of the lists changes), and one of the two kinds must be present and opted in.
    */
-  private def optedIn(functions: Seq[AggregateFunction], conf: SQLConf): Boolean = {
+  private def optedIn(agg: Aggregate, functions: Seq[AggregateFunction], conf: SQLConf): Boolean = {
     val collects = functions.exists { case _: CollectList | _: CollectSet => true; case _ => false }
     val typed = functions.exists(_.isInstanceOf[ScalaAggregator[_, _, _]])
     val collect = SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_COLLECT_ENABLED)
     val typedOn = SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED)
+    if (collects && !collect) {
+      SkewAggDecisions.record(
+        agg,
+        SwitchedOff(
+          "collect_list / collect_set not one key at a time",
+          SkewAggConf.SINGLE_KEY_COLLECT_ENABLED))
+    } else if (!collects && typed && !typedOn) {
+      SkewAggDecisions.record(
+        agg,
+        SwitchedOff(
+          "typed Aggregators not one key at a time",
+          SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED))
+    }
     (!collects || collect) && (collects || (typed && typedOn))
   }
 
@@ -126,31 +157,58 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
     val read = AttributeSet(aggregates.flatMap(_.references))
     val valueColumns = child.output.filter(a => read.contains(a) && !keyColumns.contains(a))
     // Keys normalized as Spark's Aggregation strategy does: -0.0/0.0 and NaNs are one key.
-    val projected = ProjectExec(PartialAggregates.normalizedKeys(grouping) ++ valueColumns,
-      planLater(child))
+    val projected =
+      ProjectExec(PartialAggregates.normalizedKeys(grouping) ++ valueColumns, planLater(child))
 
     val inMemoryRows = conf.getConf(SkewAggConf.SINGLE_KEY_BUFFER_IN_MEMORY_ROWS)
     val spillRows = conf.getConf(SkewAggConf.SINGLE_KEY_BUFFER_SPILL_ROWS)
     val complete = aggregates.map { a =>
       val function = a.aggregateFunction match {
         case p: Percentile =>
-          SortedRunPercentile(p.child, p.percentageExpression, p.frequencyExpression,
-            PercentileKind.Continuous, p.reverse, p.dataType, inMemoryRows, spillRows)
+          SortedRunPercentile(
+            p.child,
+            p.percentageExpression,
+            p.frequencyExpression,
+            PercentileKind.Continuous,
+            p.reverse,
+            p.dataType,
+            inMemoryRows,
+            spillRows)
         case p: PercentileDisc =>
-          val kind = if (p.legacyCalculation) PercentileKind.LegacyDiscrete else PercentileKind.Discrete
-          SortedRunPercentile(p.child, p.percentageExpression, p.frequencyExpression,
-            kind, p.reverse, p.dataType, inMemoryRows, spillRows)
+          val kind =
+            if (p.legacyCalculation) PercentileKind.LegacyDiscrete else PercentileKind.Discrete
+          SortedRunPercentile(
+            p.child,
+            p.percentageExpression,
+            p.frequencyExpression,
+            kind,
+            p.reverse,
+            p.dataType,
+            inMemoryRows,
+            spillRows)
         case m: Mode => SortedRunMode(m.child, m.reverseOpt)
         case other => other
       }
       a.copy(aggregateFunction = function, mode = Complete)
     }
-    if (splittable(complete, child, conf)) {
-      HotKeySplitAggregateExec(
-        groupingAttributes, complete, complete.map(_.resultAttribute), results, sortValue.get, projected)
-    } else {
-      SingleKeyAggregateExec(
-        groupingAttributes, complete, complete.map(_.resultAttribute), results, sortValue, projected)
+    val attributes = complete.map(_.resultAttribute)
+    splitRefusal(complete, child, conf) match {
+      case None => HotKeySplitAggregateExec(
+          groupingAttributes,
+          complete,
+          attributes,
+          results,
+          sortValue.get,
+          projected)
+      case Some(refusal) => SkewAggDecisions.record(
+          SingleKeyAggregateExec(
+            groupingAttributes,
+            complete,
+            attributes,
+            results,
+            sortValue,
+            projected),
+          refusal)
     }
   }
 
@@ -159,17 +217,39 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
    * function is a percentile without FILTER, and every other function has a fixed-size buffer
    * that Spark merges in Final mode (no mode, collect_list, percentile_approx, typed Aggregators),
    * and the input is deterministic: the split's jobs read the shuffled input twice (counts, then
-   * values at ranks), and a map task re-run in between must write the same rows.
+   * values at ranks), and a map task re-run in between must write the same rows. None when
+   * splittable, else why not.
    */
-  private def splittable(
-      functions: Seq[AggregateExpression], child: LogicalPlan, conf: SQLConf): Boolean =
-    SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_SPLIT_ENABLED) && child.deterministic &&
-      functions.exists(_.aggregateFunction.isInstanceOf[SortedRunPercentile]) &&
-      functions.forall { a =>
-        a.aggregateFunction match {
-          case _: SortedRunPercentile => a.filter.isEmpty
-          case _: DeclarativeAggregate => true
-          case _ => false
-        }
+  private def splitRefusal(
+      functions: Seq[AggregateExpression],
+      child: LogicalPlan,
+      conf: SQLConf): Option[SkewAggDecision] = {
+    val notSplit = "hot keys not split by value"
+    val unmergeable = functions.filterNot { a =>
+      a.aggregateFunction match {
+        case _: SortedRunPercentile => a.filter.isEmpty
+        case _: DeclarativeAggregate => true
+        case _ => false
       }
+    }
+    if (!conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_ENABLED)) {
+      Some(SwitchedOff(notSplit, SkewAggConf.SINGLE_KEY_SPLIT_ENABLED))
+    } else if (!functions.exists(_.aggregateFunction.isInstanceOf[SortedRunPercentile])) {
+      Some(NotDone(notSplit, "only percentiles are split by value, and this aggregate has none"))
+    } else if (unmergeable.nonEmpty) {
+      val names = unmergeable.map { a =>
+        userName(a.aggregateFunction) + (if (a.filter.isDefined) " with FILTER" else "")
+      }.distinct
+      Some(NotDone(notSplit, names.mkString(", ") + " need all of a key's rows in one task"))
+    } else if (!child.deterministic) {
+      Some(NotDone(notSplit, "the input is not deterministic, and a split reads it twice"))
+    } else None
+  }
+
+  /** The name the user wrote for `f`. */
+  private def userName(f: AggregateFunction): String = f match {
+    case _: SortedRunMode => "mode"
+    case _: SortedRunPercentile => "percentile"
+    case other => other.prettyName
+  }
 }

@@ -2,22 +2,25 @@ package org.apache.spark.sql.skewagg.singlekey
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, Expression, NamedExpression, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{
+  Ascending, Attribute, Expression, NamedExpression, SortOrder
+}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution}
 import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{PartitioningPreservingUnaryExecNode, SparkPlan}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
-import org.apache.spark.sql.skewagg.SkewAggRewriteExec
+import org.apache.spark.sql.skewagg.SkewAggAggregateExec
 
 /**
  * Aggregation of bounded input one grouping key at a time. Its child's rows are clustered by the
  * grouping attributes (one hash shuffle of the raw rows) and sorted by them, then by `sortValue`
- * when there is one (Spark's SortExec: external, spilling, binary rows). Spark's sort-based aggregation iterator
- * walks the sorted rows and holds the aggregation buffer of the current key only, emitting the
- * key's row when the key changes; every function runs in Complete mode. The holistic functions
- * are [[SortedRunPercentile]] / [[SortedRunMode]], which read the key's values in `sortValue`
- * order instead of building a value->count map; ordinary functions use Spark's own code.
+ * when there is one (Spark's SortExec: external, spilling, binary rows). Spark's sort-based
+ * aggregation iterator walks the sorted rows and holds the aggregation buffer of the current key
+ * only, emitting the key's row when the key changes; every function runs in Complete mode. The
+ * holistic functions are [[SortedRunPercentile]] / [[SortedRunMode]], which read the key's values
+ * in `sortValue` order instead of building a value->count map; ordinary functions use Spark's own
+ * code.
  *
  * Metrics: keys processed, rows read, and the bytes the percentile run buffers spilled.
  * Planned by [[PlanHolisticAggregatesSortBased]].
@@ -29,11 +32,12 @@ case class SingleKeyAggregateExec(
     resultExpressions: Seq[NamedExpression],
     sortValue: Option[Expression],
     child: SparkPlan)
-  extends PartitioningPreservingUnaryExecNode with SkewAggRewriteExec {
+    extends PartitioningPreservingUnaryExecNode with SkewAggAggregateExec {
 
   override def output: Seq[Attribute] = resultExpressions.map(_.toAttribute)
   override protected def outputExpressions: Seq[NamedExpression] = resultExpressions
-  override def producedAttributes = org.apache.spark.sql.catalyst.expressions.AttributeSet(aggregateAttributes)
+  override def producedAttributes =
+    org.apache.spark.sql.catalyst.expressions.AttributeSet(aggregateAttributes)
 
   override def requiredChildDistribution: Seq[Distribution] =
     ClusteredDistribution(groupingAttributes) :: Nil
@@ -47,6 +51,9 @@ case class SingleKeyAggregateExec(
     "spillSize" -> SQLMetrics.createSizeMetric(sparkContext, "key buffer spill size"))
 
   override def nodeName: String = "SingleKeyAggregate"
+
+  override def decision: String =
+    SingleKeyAggregateExec.describe(longMetric("numInputRows"), longMetric("numOutputRows"))
 
   override def simpleString(maxFields: Int): String = {
     val keys = truncatedString(groupingAttributes, "[", ", ", "]", maxFields)
@@ -62,8 +69,15 @@ case class SingleKeyAggregateExec(
       SingleKeyAggregateExec.withSpillMetric(aggregateExpressions, longMetric("spillSize"))
     val inputAttributes = child.output
     child.execute().mapPartitionsWithIndexInternal { (partIndex, input) =>
-      SingleKeyAggregateExec.aggregateSorted(partIndex, input.map { row => rowsRead += 1; row },
-        groupingAttributes, inputAttributes, functions, aggregateAttributes, resultExpressions, keys)
+      SingleKeyAggregateExec.aggregateSorted(
+        partIndex,
+        input.map { row => rowsRead += 1; row },
+        groupingAttributes,
+        inputAttributes,
+        functions,
+        aggregateAttributes,
+        resultExpressions,
+        keys)
     }
   }
 
@@ -72,9 +86,16 @@ case class SingleKeyAggregateExec(
 }
 
 object SingleKeyAggregateExec {
+
+  /** "one key at a time (SingleKeyAggregate): 1,000,000 rows read into 1,000 keys". */
+  def describe(rowsRead: SQLMetric, keys: SQLMetric): String =
+    f"one key at a time (SingleKeyAggregate): ${rowsRead.value}%,d rows read into " +
+      f"${keys.value}%,d keys"
+
   /** `functions` with the percentile key buffers' spilled bytes added to `spillSize`. */
-  def withSpillMetric(functions: Seq[AggregateExpression], spillSize: SQLMetric)
-      : Seq[AggregateExpression] = functions.map(_.transformDown {
+  def withSpillMetric(
+      functions: Seq[AggregateExpression],
+      spillSize: SQLMetric): Seq[AggregateExpression] = functions.map(_.transformDown {
     case p: SortedRunPercentile => p.copy(spillSize = Some(spillSize))
   }.asInstanceOf[AggregateExpression])
 
@@ -94,7 +115,15 @@ object SingleKeyAggregateExec {
       keys: SQLMetric): Iterator[InternalRow] = {
     // The iterator's constructor reads the first row: an empty partition emits nothing.
     if (!sorted.hasNext) Iterator.empty
-    else SortAggregationIterators.create(partIndex, groupingAttributes, inputAttributes, sorted,
-      functions, aggregateAttributes, 0, resultExpressions, keys)
+    else SortAggregationIterators.create(
+      partIndex,
+      groupingAttributes,
+      inputAttributes,
+      sorted,
+      functions,
+      aggregateAttributes,
+      0,
+      resultExpressions,
+      keys)
   }
 }

@@ -2,7 +2,9 @@ package org.apache.spark.sql.skewagg.singlekey
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Expression, GenericInternalRow, UnsafeProjection}
-import org.apache.spark.sql.catalyst.expressions.aggregate.{ImperativeAggregate, SkewAggModeKeys, TypedImperativeAggregate}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{
+  ImperativeAggregate, SkewAggModeKeys, TypedImperativeAggregate
+}
 import org.apache.spark.sql.catalyst.trees.{TernaryLike, UnaryLike}
 import org.apache.spark.sql.catalyst.types.PhysicalDataType
 import org.apache.spark.sql.catalyst.util.GenericArrayData
@@ -40,17 +42,23 @@ object SortedRunAggregates {
 /** How a percentile function turns percentages into ranks (Spark's three calculations). */
 sealed trait PercentileKind
 object PercentileKind {
+
   /** `percentile`, `median`, `percentile_cont`: linear interpolation between two ranks. */
   case object Continuous extends PercentileKind
+
   /** `percentile_disc` with spark.sql.legacy.percentileDiscCalculation=true. */
   case object LegacyDiscrete extends PercentileKind
+
   /** `percentile_disc`: the value with the smallest cume_dist >= p. */
   case object Discrete extends PercentileKind
 }
 
 /** The key's non-null values with their frequencies, in ascending value order, spillable. */
 final class SortedRun(
-    valueType: DataType, toUnsafe: UnsafeProjection, inMemoryRows: Int, spillRows: Int) {
+    valueType: DataType,
+    toUnsafe: UnsafeProjection,
+    inMemoryRows: Int,
+    spillRows: Int) {
   private var rows: ExternalAppendOnlyUnsafeRowArray = _
   private val pair = new GenericInternalRow(2)
   var total: Long = 0L
@@ -113,7 +121,7 @@ case class SortedRunPercentile(
     spillSize: Option[SQLMetric] = None,
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
-  extends TypedImperativeAggregate[SortedRun] with TernaryLike[Expression] {
+    extends TypedImperativeAggregate[SortedRun] with TernaryLike[Expression] {
   import SortedRunAggregates._
 
   override def first: Expression = child
@@ -151,13 +159,15 @@ case class SortedRunPercentile(
     val frequency = frequencyExpression.eval(input)
     if (frequency == null || child.eval(input) == null) return 0L
     val count = frequency.asInstanceOf[Number].longValue()
-    if (count < 0) throw QueryExecutionErrors.negativeValueUnexpectedError(frequencyExpression, count)
+    if (count < 0)
+      throw QueryExecutionErrors.negativeValueUnexpectedError(frequencyExpression, count)
     count
   }
 
   override def eval(buffer: SortedRun): Any = {
     try {
-      if (buffer.total == 0L) null else {
+      if (buffer.total == 0L) null
+      else {
         val ranks = ranksNeeded(buffer.total)
         resultFrom(buffer.total, ranks.zip(buffer.valuesAt(ranks)).toMap)
       }
@@ -188,7 +198,9 @@ case class SortedRunPercentile(
    */
   private[skewagg] def ranksNeeded(total: Long): Array[Long] =
     if (total == 0L) Array.empty
-    else positions(total).flatMap { case (_, l, h) => Seq(ascending(l, total), ascending(h, total)) }
+    else positions(total).flatMap { case (_, l, h) =>
+      Seq(ascending(l, total), ascending(h, total))
+    }
       .distinct.sorted
 
   /** The ascending rank pairs the result interpolates between (two different ranks). */
@@ -216,7 +228,11 @@ case class SortedRunPercentile(
         if (higherKey == lowerKey || kind == PercentileKind.LegacyDiscrete) {
           toDoubleValue(lowerKey)
         } else {
-          PercentileInterpolation.between(position, lower, toDoubleValue(lowerKey), higher,
+          PercentileInterpolation.between(
+            position,
+            lower,
+            toDoubleValue(lowerKey),
+            higher,
             toDoubleValue(higherKey))
         }
       }
@@ -243,12 +259,15 @@ case class SortedRunPercentile(
   override def withNewInputAggBufferOffset(offset: Int): ImperativeAggregate =
     copy(inputAggBufferOffset = offset)
   override protected def withNewChildrenInternal(
-      first: Expression, second: Expression, third: Expression): SortedRunPercentile =
+      first: Expression,
+      second: Expression,
+      third: Expression): SortedRunPercentile =
     copy(child = first, percentageExpression = second, frequencyExpression = third)
 }
 
 /** The state of [[SortedRunMode]]: the current run of equal values and the best value so far. */
 final class ModeRun {
+
   /** Values of the current run (equal under the type's ordering, e.g. -0.0 and 0.0), counted. */
   val run = new java.util.LinkedHashMap[AnyRef, java.lang.Long]()
   var runValue: AnyRef = _
@@ -269,7 +288,7 @@ case class SortedRunMode(
     reverseOpt: Option[Boolean],
     mutableAggBufferOffset: Int = 0,
     inputAggBufferOffset: Int = 0)
-  extends TypedImperativeAggregate[ModeRun] with UnaryLike[Expression] {
+    extends TypedImperativeAggregate[ModeRun] with UnaryLike[Expression] {
   import SortedRunAggregates._
 
   override def dataType: DataType = child.dataType
@@ -279,6 +298,7 @@ case class SortedRunMode(
 
   @transient private lazy val ordering =
     PhysicalDataType.ordering(child.dataType).asInstanceOf[Ordering[AnyRef]]
+
   /** The value Spark's `mode` counts an input value as (its line's key normalization). */
   @transient private lazy val countedAs = SkewAggModeKeys.normalizer(child.dataType)
   private def largestWins: Boolean = reverseOpt.contains(false)

@@ -2,11 +2,16 @@ package org.apache.spark.sql.skewagg.skewsplit
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ExchangeQueryStageExec, ShufflePartitionsUtil, ShuffleQueryStageExec}
-import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeLike, ShuffleOrigin}
+import org.apache.spark.sql.execution.adaptive.{
+  AQEShuffleReadExec, ExchangeQueryStageExec, ShufflePartitionsUtil, ShuffleQueryStageExec
+}
+import org.apache.spark.sql.execution.exchange.{
+  ENSURE_REQUIREMENTS, ShuffleExchangeLike, ShuffleOrigin
+}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf, SkewAggLocalStageExec,
-  SkewAggShuffleReadRule}
+import org.apache.spark.sql.skewagg.{
+  CheapExchanges, SkewAggConf, SkewAggLocalStageExec, SkewAggShuffleReadRule
+}
 
 /**
  * Adaptive query-stage optimizer rule (runs on each new stage's plan, after Spark's own
@@ -37,30 +42,25 @@ case class CoalescePartialResultExchanges(session: SparkSession) extends SkewAgg
     val stages = plan.collectLeaves().collect { case s: ExchangeQueryStageExec => s }
     val alreadyRead = plan.collect { case r: AQEShuffleReadExec => r }.nonEmpty
     stages match {
-      case Seq(stage: ShuffleQueryStageExec) if !alreadyRead && stage.mapStats.isDefined &&
-          isSupported(stage.shuffle) && addedBySkewAgg(stage.shuffle) =>
+      case Seq(stage: ShuffleQueryStageExec)
+          if !alreadyRead && stage.mapStats.isDefined &&
+            isSupported(stage.shuffle) && CheapExchanges.isAboveLocalStage(stage.shuffle) =>
         val specs = ShufflePartitionsUtil.coalescePartitions(
-          Seq(stage.mapStats), Seq(None),
+          Seq(stage.mapStats),
+          Seq(None),
           advisoryTargetSize = conf.getConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES),
           minNumPartitions = session.sparkContext.defaultParallelism,
           minPartitionSize = conf.getConf(SQLConf.COALESCE_PARTITIONS_MIN_PARTITION_SIZE))
         specs.headOption.filter(_.size < stage.shuffle.numPartitions) match {
           case Some(coalesced) =>
-            plan.transformUp { case s: ShuffleQueryStageExec if s eq stage =>
-              AQEShuffleReadExec(s, coalesced)
+            plan.transformUp {
+              case s: ShuffleQueryStageExec if s eq stage =>
+                AQEShuffleReadExec(s, coalesced)
             }
           case None => plan
         }
       case _ => plan
     }
   }
-
-  /** The exchange moves exactly what a skewagg local stage produced. */
-  private def addedBySkewAgg(shuffle: ShuffleExchangeLike): Boolean =
-    PartialAggregates.isCheapExchange(shuffle) &&
-      (PartialAggregates.withoutCodegen(shuffle.child) match {
-        case _: SkewAggLocalStageExec => true
-        case _ => false
-      })
 
 }

@@ -4,12 +4,17 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
-import org.apache.spark.sql.execution.{ColumnarRule, FileSourceScanExec, SortExec, SparkPlan, UnionExec}
+import org.apache.spark.sql.execution.{
+  ColumnarRule, FileSourceScanExec, SortExec, SparkPlan, UnionExec
+}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.datasources.BucketingUtils
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
-import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints,
-  SkewAggLocalStageExec, SkewedPartitions}
+import org.apache.spark.sql.skewagg.{
+  FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
+  SkewedPartitions
+}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{Rewritten, SwitchedOff}
 import org.apache.spark.util.collection.BitSet
 
 /**
@@ -40,9 +45,21 @@ import org.apache.spark.util.collection.BitSet
  */
 case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[SparkPlan] {
   import org.apache.spark.sql.skewagg.PartialAggregates._
+  import org.apache.spark.sql.skewagg.CheapExchanges.{withCheapExchanges}
 
   override def apply(plan: SparkPlan): SparkPlan = {
-    if (!SkewAggConf.enabled(conf, SkewAggConf.BUCKETED_ENABLED)) return plan
+    if (!SkewAggConf.enabled(conf)) return plan
+    if (!conf.getConf(SkewAggConf.BUCKETED_ENABLED)) {
+      plan.foreach {
+        case top @ AggregatesOverBucketedScan(scan, _)
+            if relies(top) && SkewedPartitions.find(bucketSizes(scan), conf).nonEmpty =>
+          SkewAggDecisions.record(
+            top,
+            SwitchedOff("no split read of the skewed buckets", SkewAggConf.BUCKETED_ENABLED))
+        case _ =>
+      }
+      return plan
+    }
     FusedAggregates.splitWhere(plan, AggregatesOverBucketedScan.unapply(_).isDefined) {
       withCheapExchanges(_, minAdded = 1)(splitSkewedBuckets)
     }
@@ -52,7 +69,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
    * `plan` with the topmost aggregate chain over a skewed bucketed scan split (not below it). A
    * union this rule made is left as it is: the rule runs again on plans it rewrote (each
    * query-stage preparation, and the columnar hook on each stage), and its branch of buckets that
-   * were not skewed, measured alone, may look skewed again (found by fuzzing: split twice).
+   * were not skewed, measured alone, may look skewed again (docs/testing.md, bugs found).
    */
   private def splitSkewedBuckets(plan: SparkPlan): SparkPlan = plan match {
     case u: UnionExec if u.getTagValue(SplitUnion).isDefined => u
@@ -61,7 +78,8 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
           aggregates.forall(_.logicalLink == top.logicalLink) &&
           aggregates.exists(isBottomPartial) && !aggregates.exists(SkewAggHints.forbidden) =>
       val skew = SkewedPartitions.find(bucketSizes(scan), conf)
-      if (skew.nonEmpty || aggregates.exists(SkewAggHints.forced)) split(top, aggregates, scan, skew)
+      if (skew.nonEmpty || aggregates.exists(SkewAggHints.forced))
+        split(top, aggregates, scan, skew)
       else top
     case other => other.withNewChildren(other.children.map(splitSkewedBuckets))
   }
@@ -88,23 +106,30 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
       if (skew.nonEmpty) buckets.partition(b => skewedTasks.contains(b % tasks)) else (buckets, Nil)
     if (hot.isEmpty) return top // every bucket pruned
     val reason = if (skew.nonEmpty) SkewAggLocalStageExec.describe("bucket", skew)
-      else "SKEW_AGG hint"
+    else "SKEW_AGG hint"
     // One partition per hot bucket: its final task merges that bucket's partial rows, at most
     // as many as the bucket's rows that one task read before.
     val keys = aggregates.filter(relies).last.requiredChildDistributionExpressions.get
     val unbucketed = withScan(top, scan, readOnly(scan, hot, bucketed = false)).transformUp {
-      case partial if isBottomPartial(partial) && partial.children.size == 1 &&
-          belowSortsAndRowLocal(partial.children.head).isInstanceOf[FileSourceScanExec] =>
-        ShuffleExchangeExec(HashPartitioning(keys, hot.size), SkewAggLocalStageExec.mark(
-          partial, s"skewed buckets read unbucketed: $reason", skew.skewed.size))
+      case partial
+          if isBottomPartial(partial) && partial.children.size == 1 &&
+            belowSortsAndRowLocal(partial.children.head).isInstanceOf[FileSourceScanExec] =>
+        ShuffleExchangeExec(
+          HashPartitioning(keys, hot.size),
+          SkewAggLocalStageExec.mark(
+            partial,
+            s"skewed buckets read unbucketed: $reason",
+            skew.skewed.size))
     }
     if (cold.isEmpty) unbucketed
     else {
       val asBefore = withScan(top, scan, readOnly(scan, cold, bucketed = true))
       asBefore.foreach {
-        case a: BaseAggregateExec => SkewAggDecisions.record(a, "rewritten: the buckets that " +
-          s"are not skewed, read bucketed as before; the skewed ones ($reason) are read " +
-          "unbucketed in the other branch of a union")
+        case a: BaseAggregateExec => SkewAggDecisions.record(
+            a,
+            Rewritten("the buckets that " +
+              s"are not skewed, read bucketed as before; the skewed ones ($reason) are read " +
+              "unbucketed in the other branch of a union"))
         case _ =>
       }
       val union = UnionExec(Seq(asBefore, unbucketed))
@@ -118,8 +143,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
 
   /**
    * The first node below `plan` that is not a sort or a row-local operator: a sort-based partial
-   * aggregate reads its scan through a Sort (found by fuzzing: without looking through it, the
-   * exchange and the marker went missing and EnsureRequirements added an unmarked exchange).
+   * aggregate reads its scan through a Sort (docs/testing.md, bugs found).
    */
   private def belowSortsAndRowLocal(plan: SparkPlan): SparkPlan = belowRowLocal(plan) match {
     case s: SortExec => belowSortsAndRowLocal(s.child)
@@ -129,13 +153,19 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
   /** Marks the unions this rule made; copies of a node keep its tags. */
   private val SplitUnion = TreeNodeTag[Unit]("skewagg.bucketSplitUnion")
 
-  private def withScan(top: SparkPlan, scan: FileSourceScanExec, replacement: SparkPlan): SparkPlan =
+  private def withScan(
+      top: SparkPlan,
+      scan: FileSourceScanExec,
+      replacement: SparkPlan): SparkPlan =
     top.transformUp { case s: FileSourceScanExec if s eq scan => replacement }
 
   private def numBuckets(scan: FileSourceScanExec): Int = scan.relation.bucketSpec.get.numBuckets
 
   /** `scan` reading only `buckets`, bucketed (one task per bucket) or split like other files. */
-  private def readOnly(scan: FileSourceScanExec, buckets: Seq[Int], bucketed: Boolean): SparkPlan = {
+  private def readOnly(
+      scan: FileSourceScanExec,
+      buckets: Seq[Int],
+      bucketed: Boolean): SparkPlan = {
     val set = new BitSet(numBuckets(scan))
     buckets.foreach(set.set)
     val read = scan.copy(optionalBucketSet = Some(set), disableBucketedScan = !bucketed)
@@ -152,13 +182,14 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
    * scan: the scan and the chain's aggregates.
    */
   private object AggregatesOverBucketedScan {
-    def unapply(plan: SparkPlan): Option[(FileSourceScanExec, Seq[BaseAggregateExec])] = plan match {
-      case s: FileSourceScanExec if s.bucketedScan => Some((s, Nil))
-      case a: BaseAggregateExec => unapply(a.child).map { case (s, aggs) => (s, a +: aggs) }
-      case s: SortExec => unapply(s.child)
-      case p if belowRowLocal(p) ne p => unapply(belowRowLocal(p))
-      case _ => None
-    }
+    def unapply(plan: SparkPlan): Option[(FileSourceScanExec, Seq[BaseAggregateExec])] =
+      plan match {
+        case s: FileSourceScanExec if s.bucketedScan => Some((s, Nil))
+        case a: BaseAggregateExec => unapply(a.child).map { case (s, aggs) => (s, a +: aggs) }
+        case s: SortExec => unapply(s.child)
+        case p if belowRowLocal(p) ne p => unapply(belowRowLocal(p))
+        case _ => None
+      }
   }
 
   /** Bytes each task of the bucketed scan would read, as Spark groups files into buckets. */

@@ -8,8 +8,11 @@ import org.apache.spark.sql.execution.adaptive.{OptimizeSkewedJoin, ShuffleQuery
 import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, EnsureRequirements}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints,
-  SkewAggLocalStageExec, SkewedPartitions}
+import org.apache.spark.sql.skewagg.{
+  FusedAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints,
+  SkewAggLocalStageExec, SkewedPartitions
+}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, SwitchedOff}
 
 /**
  * Adaptive query-stage preparation rule (runs each time AQE re-plans after a stage finished).
@@ -36,9 +39,20 @@ import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecisi
  */
 case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[SparkPlan] {
   import org.apache.spark.sql.skewagg.PartialAggregates._
+  import org.apache.spark.sql.skewagg.CheapExchanges.{withCheapExchanges}
 
   override def apply(plan: SparkPlan): SparkPlan = {
-    if (!SkewAggConf.enabled(conf, SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)) return plan
+    if (!SkewAggConf.enabled(conf)) return plan
+    plan.foreach(p => notSkewedJoinBelow(p).foreach(SkewAggDecisions.record(p, _)))
+    if (!conf.getConf(SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)) {
+      return FusedAggregates.splitWhere(plan, isCandidate) { split =>
+        split.foreach(p =>
+          if (isCandidate(p)) {
+            SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.switchedOff)
+          })
+        split
+      }
+    }
     FusedAggregates.splitWhere(plan, isCandidate)(splitJoins)
   }
 
@@ -47,7 +61,8 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     if (!costModelAccepts) {
       SplitSkewedJoinBelowAggregate.warnCostModelOnce()
       plan.foreach(p =>
-        if (isCandidate(p)) SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
+        if (isCandidate(p))
+          SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
       return plan
     }
     withCheapExchanges(plan, minAdded = 0)(_.transformDown {
@@ -59,7 +74,8 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
         } else {
           val skew = joinBelow(partial.children.head).toSeq.flatMap(_.children).flatMap(skewOf)
             .maxBy(_.skewed.map(_._2).max)
-          SkewAggLocalStageExec.mark(split,
+          SkewAggLocalStageExec.mark(
+            split,
             "skew split of the join below the aggregate: " +
               SkewAggLocalStageExec.describe("partition", skew),
             skew.skewed.size)
@@ -70,8 +86,45 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
   /** A partial aggregate reading a not-yet-split shuffled join whose inputs show skew. */
   private def isCandidate(plan: SparkPlan): Boolean = plan match {
     case agg if isBottomPartial(agg) && agg.children.size == 1 && !SkewAggHints.forbidden(agg) =>
-      joinBelow(agg.children.head).exists(j => j.children.exists(isSkewedStage))
+      joinBelow(agg.children.head).exists { j =>
+        // Both inputs finished: Spark's split then changes this join only. With an input still
+        // to run, it would split a join further down instead (below a user repartition, say),
+        // which vanilla Spark leaves alone (docs/testing.md, fuzz seed 5 case 4410).
+        j.children.forall(isFinishedStage) && j.children.exists(isSkewedStage)
+      }
     case _ => false
+  }
+
+  private def isFinishedStage(plan: SparkPlan): Boolean = plan match {
+    case s: SortExec => isFinishedStage(s.child)
+    case s: ShuffleQueryStageExec => s.isMaterialized && s.mapStats.isDefined
+    case _ => false
+  }
+
+  /** The partition sizes of a finished join input stage that Spark's skew split can split. */
+  private def joinInputSizes(plan: SparkPlan): Option[Array[Long]] = plan match {
+    case s: SortExec => joinInputSizes(s.child)
+    case s: ShuffleQueryStageExec
+        if s.isMaterialized && s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
+      s.mapStats.map(_.bytesByPartitionId)
+    case _ => None
+  }
+
+  /**
+   * What the rule saw where it looked and found nothing to split: a bottom partial aggregate
+   * (or one fused with its final half) reading a shuffled join whose inputs finished without a
+   * skewed partition.
+   */
+  private def notSkewedJoinBelow(plan: SparkPlan): Option[SkewAggDecision] = plan match {
+    case agg
+        if (isBottomPartial(agg) || FusedAggregates.isFused(agg)) && agg.children.size == 1 &&
+          !SkewAggHints.forbidden(agg) =>
+      joinBelow(agg.children.head).map(_.children.map(joinInputSizes)).collect {
+        case inputs if inputs.forall(_.exists(SkewedPartitions.find(_, conf).skewed.isEmpty)) =>
+          val sizes = inputs.flatten.maxBy(s => if (s.isEmpty) 0L else s.max)
+          NotSkewed.of("the join's input shuffles below", sizes, conf)
+      }
+    case _ => None
   }
 
   private def joinBelow(plan: SparkPlan): Option[ShuffledJoin] = belowRowLocal(plan) match {
@@ -84,8 +137,9 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
   /** The skewed partitions of a materialized join input stage, if it has any. */
   private def skewOf(plan: SparkPlan): Option[SkewedPartitions] = plan match {
     case s: SortExec => skewOf(s.child)
-    case s: ShuffleQueryStageExec if s.isMaterialized && s.mapStats.isDefined &&
-        s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
+    case s: ShuffleQueryStageExec
+        if s.isMaterialized && s.mapStats.isDefined &&
+          s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
       Some(SkewedPartitions.find(s.mapStats.get.bytesByPartitionId, conf)).filter(_.nonEmpty)
     case _ => None
   }
@@ -94,11 +148,15 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
   private def splitJoinBelow(partial: SparkPlan): SparkPlan = {
     val thresholds = conf.clone()
     thresholds.setConf(SQLConf.SKEW_JOIN_ENABLED, true)
-    thresholds.setConf(SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR, conf.getConf(SkewAggConf.SKEW_FACTOR))
-    thresholds.setConf(SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD,
+    thresholds.setConf(
+      SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR,
+      conf.getConf(SkewAggConf.SKEW_FACTOR))
+    thresholds.setConf(
+      SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD,
       conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
     // Spark splits into pieces of max(advisory size, average non-skewed partition).
-    thresholds.setConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES,
+    thresholds.setConf(
+      SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES,
       conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE))
     // The subtree under a partial aggregate has no distribution requirement, so Spark's rule
     // accepts the split without forcing; the exchange above the partial is added by the caller.
@@ -115,12 +173,14 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
 object SplitSkewedJoinBelowAggregate extends Logging {
   @volatile private var warned = false
 
-  val costModelRefusal: String = "left alone although the join below is skewed: Spark's default " +
+  val costModelRefusal: SkewAggDecision = Refused("the join below is skewed, but Spark's default " +
     "adaptive cost model rejects the exchange of partial results skewagg needs. Set " +
-    s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=io.skewagg.SkewAggCostEvaluator."
-  val unsplittable: String = "left alone although the join below is skewed: the skewed " +
+    s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=io.skewagg.SkewAggCostEvaluator.")
+  val unsplittable: SkewAggDecision = Refused("the join below is skewed, but the skewed " +
     "partition is on a side the join type does not let Spark split (e.g. the outer side of an " +
-    "outer join)."
+    "outer join).")
+  val switchedOff: SkewAggDecision =
+    SwitchedOff("no skew split of the join below", SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)
 
   private def warnCostModelOnce(): Unit = if (!warned) {
     warned = true

@@ -5,10 +5,17 @@ import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShufflePartitionsUtil, ShuffleQueryStageExec}
-import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec}
-import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints,
-  SkewAggLocalStageExec, SkewedPartitions}
+import org.apache.spark.sql.execution.adaptive.{
+  AQEShuffleReadExec, ShufflePartitionsUtil, ShuffleQueryStageExec
+}
+import org.apache.spark.sql.execution.exchange.{
+  REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec
+}
+import org.apache.spark.sql.skewagg.{
+  FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
+  SkewedPartitions
+}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, SwitchedOff}
 
 /**
  * Adaptive query-stage preparation rule.
@@ -19,12 +26,12 @@ import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecisi
  * keys, with the final aggregate in the same stage, where the shuffle has skewed partitions by
  * skewagg's thresholds: the task holding the hot key runs its partial and final aggregation.
  *
- * Produces: the skewed partitions read in map-output ranges by several tasks (as Spark's skew
- * join reads them), the partial aggregate on each, and an exchange of the partial results with
- * the user's own partitioning (same expressions, partition count and shuffle origin) before the
- * final aggregate, so the output is partitioned exactly as the user asked. Where the partials
- * already feed an exchange (multiple DISTINCTs expand before aggregating), only the read is split. Nothing changes when
- * no partition is skewed, so uniform data runs Spark's plan.
+ * Produces: the skewed partitions read in map-output ranges by several tasks (as Spark's skew join
+ * reads them), the partial aggregate on each, and an exchange of the partial results with the
+ * user's own partitioning (same expressions, partition count and shuffle origin) before the final
+ * aggregate, so the output is partitioned exactly as the user asked. Where the partials already
+ * feed an exchange (multiple DISTINCTs expand before aggregating), only the read is split. Nothing
+ * changes when no partition is skewed, so uniform data runs Spark's plan.
  *
  * Refuses when skewagg or `spark.skewagg.repartition.enabled` is off, the aggregate has the
  * NO_SKEW_AGG hint, the repartition hashes on anything but grouping attributes, or no skewed
@@ -32,9 +39,23 @@ import org.apache.spark.sql.skewagg.{FusedAggregates, SkewAggConf, SkewAggDecisi
  */
 case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[SparkPlan] {
   import org.apache.spark.sql.skewagg.PartialAggregates._
+  import org.apache.spark.sql.skewagg.CheapExchanges.{cheapExchangePartitions}
 
   override def apply(plan: SparkPlan): SparkPlan = {
-    if (!SkewAggConf.enabled(conf, SkewAggConf.REPARTITION_ENABLED)) return plan
+    if (!SkewAggConf.enabled(conf)) return plan
+    if (!conf.getConf(SkewAggConf.REPARTITION_ENABLED)) {
+      return FusedAggregates.splitWhere(plan, isCandidate) { split =>
+        split.foreach(p =>
+          if (isCandidate(p) && userStageBelow(p).exists(skewed)) {
+            SkewAggDecisions.record(
+              p,
+              SwitchedOff(
+                "no split read of the skewed repartition below",
+                SkewAggConf.REPARTITION_ENABLED))
+          })
+        split
+      }
+    }
     FusedAggregates.splitWhere(plan, isCandidate)(_.transformDown {
       // The partials already feed an exchange (multiple DISTINCTs): only split the read.
       case e: ShuffleExchangeExec if isCandidate(e.child) =>
@@ -52,33 +73,41 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
                 h.copy(numPartitions = cheapExchangePartitions(h.numPartitions))
               case other => other
             }
-            ShuffleExchangeExec(partitioning, local,
-              stage.shuffle.shuffleOrigin, stage.shuffle.advisoryPartitionSize)
+            ShuffleExchangeExec(
+              partitioning,
+              local,
+              stage.shuffle.shuffleOrigin,
+              stage.shuffle.advisoryPartitionSize)
           }
         }.getOrElse(partial)
     })
   }
 
   private def isCandidate(plan: SparkPlan): Boolean = plan match {
-    case partial if isBottomPartial(partial) && partial.children.size == 1 &&
-        !SkewAggHints.forbidden(partial) => userStageBelow(partial).isDefined
+    case partial
+        if isBottomPartial(partial) && partial.children.size == 1 &&
+          !SkewAggHints.forbidden(partial) => userStageBelow(partial).isDefined
     case _ => false
   }
 
+  private def skewed(stage: ShuffleQueryStageExec): Boolean =
+    SkewedPartitions.find(stage.mapStats.get.bytesByPartitionId, conf).nonEmpty
+
   private def userStageBelow(partial: SparkPlan): Option[ShuffleQueryStageExec] =
     belowRowLocal(partial.children.head) match {
-      case s: ShuffleQueryStageExec if s.isMaterialized && s.mapStats.isDefined &&
-          (s.shuffle.shuffleOrigin == REPARTITION_BY_COL ||
-            s.shuffle.shuffleOrigin == REPARTITION_BY_NUM) &&
-          keysAreGroupingAttributes(partial, s) => Some(s)
+      case s: ShuffleQueryStageExec
+          if s.isMaterialized && s.mapStats.isDefined &&
+            (s.shuffle.shuffleOrigin == REPARTITION_BY_COL ||
+              s.shuffle.shuffleOrigin == REPARTITION_BY_NUM) &&
+            keysAreGroupingAttributes(partial, s) => Some(s)
       case _ => None
     }
 
   private def keysAreGroupingAttributes(partial: SparkPlan, s: ShuffleQueryStageExec): Boolean =
     (unwrap(partial), s.shuffle.outputPartitioning) match {
-      case (agg: BaseAggregateExec,
-            HashPartitioning(expressions, _)) =>
-        expressions.flatMap(_.references).forall(a => agg.groupingExpressions.exists(_.exprId == a.exprId))
+      case (agg: BaseAggregateExec, HashPartitioning(expressions, _)) =>
+        expressions.flatMap(_.references).forall(a =>
+          agg.groupingExpressions.exists(_.exprId == a.exprId))
       case _ => false
     }
 
@@ -87,11 +116,12 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     val stats = stage.mapStats.get
     val sizes = stats.bytesByPartitionId
     val skew = SkewedPartitions.find(sizes, conf)
-    if (!skew.nonEmpty) return None
+    if (!skew.nonEmpty) {
+      SkewAggDecisions.record(partial, NotSkewed.of("the user's repartition below", sizes, conf))
+      return None
+    }
     val skewedIds = skew.skewed.map(_._1).toSet
-    val normal = sizes.zipWithIndex.collect { case (size, i) if !skewedIds(i) => size }
-    val target = math.max(conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE),
-      if (normal.isEmpty) 0L else normal.sum / normal.length)
+    val target = SkewedPartitions.splitSize(sizes, skew, conf)
     var splits = 0
     val specs: Seq[ShufflePartitionSpec] = sizes.indices.flatMap { i =>
       val whole = Seq(CoalescedPartitionSpec(i, i + 1, sizes(i)))
@@ -102,13 +132,16 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
       }
     }
     if (splits == 0) {
-      SkewAggDecisions.record(partial, "left alone although the repartition is skewed: one " +
-        "map task wrote each skewed partition, so it cannot be read in splits.")
+      SkewAggDecisions.record(
+        partial,
+        Refused("the repartition is skewed, but one map task " +
+          "wrote each skewed partition, so it cannot be read in splits."))
       return None
     }
     val read = AQEShuffleReadExec(stage, specs)
     val splitPartial = partial.transformUp { case s: ShuffleQueryStageExec if s eq stage => read }
-    Some(SkewAggLocalStageExec.mark(splitPartial,
+    Some(SkewAggLocalStageExec.mark(
+      splitPartial,
       "skewed repartition read in splits: " + SkewAggLocalStageExec.describe("partition", skew),
       skew.skewed.size))
   }

@@ -9,6 +9,7 @@ import org.apache.spark.sql.internal.SQLConf
  * (with forceOptimizeSkewedJoin, minus the skew joins in its high bits).
  */
 object SparkCostModel {
+
   /** Spark's default cost of `plan`, with `uncounted` of its shuffles not counted. */
   def costWithout(plan: SparkPlan, uncounted: Int): Cost = {
     val force = SQLConf.get.getConf(SQLConf.ADAPTIVE_FORCE_OPTIMIZE_SKEWED_JOIN)

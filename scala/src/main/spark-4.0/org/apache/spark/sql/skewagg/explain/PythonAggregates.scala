@@ -7,6 +7,7 @@ import org.apache.spark.sql.execution.python.AggregateInPandasExec
 
 /** Spark's physical aggregate of Python UDAFs (pandas_udf), Spark 4.0: AggregateInPandasExec. */
 object PythonAggregates {
+
   /** Its grouping and aggregate expressions. */
   def unapply(plan: SparkPlan): Option[(Seq[NamedExpression], Seq[AggregateExpression])] =
     plan match {

@@ -1,7 +1,8 @@
 package org.apache.spark.sql.skewagg.localagg
 
-import org.apache.spark.sql.catalyst.expressions.{Add, BinaryArithmetic, Divide, EvalMode,
-  IntegralDivide, Multiply, Pmod, Remainder, Subtract}
+import org.apache.spark.sql.catalyst.expressions.{
+  Add, BinaryArithmetic, Divide, EvalMode, IntegralDivide, Multiply, Pmod, Remainder, Subtract
+}
 import org.apache.spark.sql.catalyst.expressions.aggregate.Sum
 
 /**

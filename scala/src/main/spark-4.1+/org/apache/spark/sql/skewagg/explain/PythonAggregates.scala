@@ -10,6 +10,7 @@ import org.apache.spark.sql.execution.python.ArrowAggregatePythonExec
  * ArrowAggregatePythonExec (AggregateInPandasExec before).
  */
 object PythonAggregates {
+
   /** Its grouping and aggregate expressions. */
   def unapply(plan: SparkPlan): Option[(Seq[NamedExpression], Seq[AggregateExpression])] =
     plan match {

@@ -1,7 +1,9 @@
 package org.apache.spark.sql.skewagg.singlekey
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, MutableProjection, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute, Expression, MutableProjection, NamedExpression
+}
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.execution.aggregate.SortBasedAggregationIterator
 import org.apache.spark.sql.execution.metric.SQLMetric
@@ -21,9 +23,17 @@ object SortAggregationIterators {
       initialInputBufferOffset: Int,
       resultExpressions: Seq[NamedExpression],
       numOutputRows: SQLMetric): SortBasedAggregationIterator =
-    new SortBasedAggregationIterator(partIndex, groupingExpressions, valueAttributes, input,
-      aggregateExpressions, aggregateAttributes, initialInputBufferOffset, resultExpressions,
+    new SortBasedAggregationIterator(
+      partIndex,
+      groupingExpressions,
+      valueAttributes,
+      input,
+      aggregateExpressions,
+      aggregateAttributes,
+      initialInputBufferOffset,
+      resultExpressions,
       (expressions: Seq[Expression], schema: Seq[Attribute]) =>
         MutableProjection.create(expressions, schema),
-      numOutputRows, new SQLMetric("nsTiming"))
+      numOutputRows,
+      new SQLMetric("nsTiming"))
 }

@@ -5,8 +5,13 @@ package org.apache.spark.sql.skewagg.singlekey
  * lower value by the difference (the last bits of a result can differ from 4.2's arithmetic).
  */
 object PercentileInterpolation {
+
   /** The value at `position`, between `lowerValue` at rank `lower` and the next rank's value. */
-  def between(position: Double, lower: Long, lowerValue: Double, higher: Long,
+  def between(
+      position: Double,
+      lower: Long,
+      lowerValue: Double,
+      higher: Long,
       higherValue: Double): Double =
     lowerValue + (position - lower) * (higherValue - lowerValue)
 }

@@ -9,6 +9,7 @@ import org.apache.spark.sql.internal.SQLConf
  * local sorts, compared in that order.
  */
 object SparkCostModel {
+
   /** Spark's default cost of `plan`, with `uncounted` of its shuffles not counted. */
   def costWithout(plan: SparkPlan, uncounted: Int): Cost = {
     val conf = SQLConf.get

@@ -3,7 +3,9 @@ package org.apache.spark.sql.skewagg.explain
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggSuiteBase}
+import org.apache.spark.sql.skewagg.{
+  PlanNodes, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggSuiteBase
+}
 
 import org.apache.spark.sql.skewagg.SkewTestData._
 
@@ -11,11 +13,13 @@ import org.apache.spark.sql.skewagg.SkewTestData._
 class SkewAggDecisionsSuite extends SkewAggSuiteBase {
 
   private val adaptiveOn = SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"
+
   /**
    * Local aggregation before a join or a user repartition would take the skew away first: off,
    * except where said.
    */
-  private val base = conf ++ Seq(adaptiveOn,
+  private val base = conf ++ Seq(
+    adaptiveOn,
     SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false",
     SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false")
 
@@ -32,7 +36,9 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     withSQLConf(base: _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("aggregate 1: group by [k] computing [sum(v)]"), text)
-      assert(text.contains("rewritten: skew split of the join below the aggregate: partition"), text)
+      assert(
+        text.contains("rewritten: skew split of the join below the aggregate: partition"),
+        text)
       assert(text.contains("the median"), text)
     }
   }
@@ -48,15 +54,18 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     withSQLConf(base: _*) {
       val uniform = fact(spark, skewed = false).join(dim(spark), "k").groupBy("k").agg(sum("v"))
       val text = explainAfterRun(uniform)
-      assert(text.contains("not skewed: in the join's input shuffles below, the largest partition"), text)
+      assert(
+        text.contains("not skewed: in the join's input shuffles below, the largest partition"),
+        text)
       assert(text.contains("not more than 5.0x the median (spark.skewagg.skew.factor)"), text)
     }
     withSQLConf(base ++ Seq(SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "16MB"): _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("below the 16.0 MiB floor (spark.skewagg.skew.minPartitionSize)"), text)
     }
-    withSQLConf(base ++ Seq(SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "0",
-        SkewAggConf.SKEW_FACTOR.key -> "1000"): _*) {
+    withSQLConf(base ++ Seq(
+      SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "0",
+      SkewAggConf.SKEW_FACTOR.key -> "1000"): _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("not more than 1000.0x the median (spark.skewagg.skew.factor)"), text)
     }
@@ -76,10 +85,13 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
 
   test("left alone under Spark's default cost model: recorded by the rule, naming the setting") {
     withSQLConf(base ++ Seq(
-        SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key -> null): _*) {
+      SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key -> null): _*) {
       val text = explainAfterRun(skewedJoinAgg())
       assert(text.contains("Spark's default adaptive cost model rejects"), text)
-      assert(text.contains("spark.sql.adaptive.customCostEvaluatorClass=io.skewagg.SkewAggCostEvaluator"), text)
+      assert(
+        text.contains(
+          "spark.sql.adaptive.customCostEvaluatorClass=io.skewagg.SkewAggCostEvaluator"),
+        text)
     }
   }
 
@@ -88,11 +100,14 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
       val outer = fact(spark, skewed = true).join(dim(spark), Seq("k"), "right_outer")
         .groupBy("k").agg(sum("v"))
       val text = explainAfterRun(outer)
-      assert(text.contains("the skewed partition is on a side the join type does not let Spark " +
-        "split"), text)
+      assert(
+        text.contains("the skewed partition is on a side the join type does not let Spark " +
+          "split"),
+        text)
       // One map task (a single-partition range) writes the whole repartition.
       val oneWriter = spark.range(0, 20000, 1, 1)
-        .select(when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") % 1000).as("k"),
+        .select(
+          when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") % 1000).as("k"),
           col("id").as("v"))
         .repartition(col("k")).groupBy("k").agg(sum("v"))
       val text2 = explainAfterRun(oneWriter)
@@ -120,14 +135,162 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     }
   }
 
+  private def percentileQuery(): DataFrame =
+    fact(spark, skewed = true).groupBy("k").agg(percentile(col("v"), lit(0.5)))
+
+  /** "one key at a time (SingleKeyAggregate): 20,000 rows read into 701 keys", for `fact`. */
+  private def oneKeyAtATime: String = {
+    val keys = fact(spark, skewed = true).select("k").distinct().count()
+    f"rewritten: one key at a time (SingleKeyAggregate): 20,000 rows read into $keys%,d keys"
+  }
+
+  test("a percentile query: one key at a time, its hot key split, with the sample's numbers") {
+    withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key -> "100"): _*) {
+      val text = explainAfterRun(percentileQuery())
+      assert(text.contains("aggregate 1: group by [k] computing [percentile(v, 0.5"), text)
+      assert(text.contains(oneKeyAtATime + "; 1 hot key split by value into"), text)
+      assert(text.contains("the largest key estimated at"), text)
+      assert(!text.contains("no aggregate"), text)
+    }
+  }
+
+  test("a percentile query unsplit: under minKeyRows, or the split switched off") {
+    withSQLConf(base: _*) {
+      val text = explainAfterRun(percentileQuery())
+      assert(
+        text.contains(oneKeyAtATime + "; no hot key split: the largest key estimated at"),
+        text)
+      assert(text.contains("under spark.skewagg.singleKey.split.minKeyRows=1000000"), text)
+    }
+    withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_SPLIT_ENABLED.key -> "false"): _*) {
+      val text = explainAfterRun(percentileQuery())
+      assert(text.contains(oneKeyAtATime), text)
+      assert(
+        text.contains("hot keys not split by value: switched off " +
+          "(spark.skewagg.singleKey.split.enabled=false)."),
+        text)
+    }
+    withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_ENABLED.key -> "false"): _*) {
+      val text = explainAfterRun(percentileQuery())
+      assert(
+        text.contains("not one key at a time: switched off " +
+          "(spark.skewagg.singleKey.enabled=false)."),
+        text)
+    }
+  }
+
+  test("hot keys not split: a percentile with FILTER, or input that is not deterministic") {
+    withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key -> "100"): _*) {
+      val filtered = fact(spark, skewed = true).groupBy("k")
+        .agg(expr("percentile(v, 0.5) FILTER (WHERE i > 0)"))
+      val text = explainAfterRun(filtered)
+      assert(
+        text.contains("hot keys not split by value: percentile with FILTER need all of a " +
+          "key's rows in one task"),
+        text)
+      val random = fact(spark, skewed = true).withColumn("v", col("v") + rand(1))
+        .groupBy("k").agg(percentile(col("v"), lit(0.5)))
+      val text2 = explainAfterRun(random)
+      assert(text2.contains("hot keys not split by value: the input is not deterministic"), text2)
+    }
+  }
+
+  test("a mode query, and collect_list with and without its opt-in") {
+    withSQLConf(base: _*) {
+      val mode = fact(spark, skewed = true).groupBy("k").agg(expr("mode(i)"))
+      val text = explainAfterRun(mode)
+      assert(text.contains("computing [mode(i)]"), text)
+      assert(text.contains(oneKeyAtATime), text)
+      assert(text.contains("hot keys not split by value: only percentiles are split"), text)
+      val collect = fact(spark, skewed = true).groupBy("k").agg(collect_list("i"))
+      val text2 = explainAfterRun(collect)
+      assert(
+        text2.contains("collect_list / collect_set not one key at a time: switched off " +
+          "(spark.skewagg.singleKey.collect.enabled=false)."),
+        text2)
+    }
+    withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_COLLECT_ENABLED.key -> "true"): _*) {
+      val collect = fact(spark, skewed = true).groupBy("k").agg(collect_list("i"))
+      val text = explainAfterRun(collect)
+      assert(text.contains("computing [collect_list(i)]"), text)
+      assert(text.contains(oneKeyAtATime), text)
+      assert(text.contains("hot keys not split by value: only percentiles are split"), text)
+    }
+  }
+
+  test("a skewed join with each switch off names the switch") {
+    // Both off: each rule that would have rewritten it says so.
+    withSQLConf(base :+ (SkewAggConf.JOIN_SKEW_SPLIT_ENABLED.key -> "false"): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(
+        text.contains("no skew split of the join below: switched off " +
+          "(spark.skewagg.join.skewSplit.enabled=false)."),
+        text)
+      assert(
+        text.contains("no local aggregation before the join: switched off " +
+          "(spark.skewagg.join.localAggregate.enabled=false)."),
+        text)
+      assert(!text.contains("rewritten"), text)
+    }
+    // Local aggregation off: the skew split rewrites it, and the switched-off rule is named.
+    withSQLConf(base: _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("rewritten: skew split of the join below the aggregate"), text)
+      assert(text.contains("no local aggregation before the join: switched off"), text)
+    }
+    // The skew split off: local aggregation before the join rewrites it.
+    withSQLConf(conf ++ Seq(adaptiveOn, SkewAggConf.JOIN_SKEW_SPLIT_ENABLED.key -> "false"): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("rewritten: flushing partial aggregate before the join"), text)
+    }
+  }
+
+  test("a skewed repartition with its switch off names the switch") {
+    withSQLConf(base :+ (SkewAggConf.REPARTITION_ENABLED.key -> "false"): _*) {
+      val q = fact(spark, skewed = true).repartition(col("k")).groupBy("k").agg(sum("v"))
+      val text = explainAfterRun(q)
+      assert(
+        text.contains("no split read of the skewed repartition below: switched off " +
+          "(spark.skewagg.repartition.enabled=false)."),
+        text)
+    }
+  }
+
   test("EXPLAIN EXTENDED shows the same text through spark.sql.extendedExplainProviders") {
     withSQLConf(base ++ Seq(
-        "spark.sql.extendedExplainProviders" -> "io.skewagg.SkewAggExplainGenerator"): _*) {
+      "spark.sql.extendedExplainProviders" -> "io.skewagg.SkewAggExplainGenerator"): _*) {
       val df = skewedJoinAgg()
       df.collect()
       val text = df.queryExecution.toString
       assert(text.contains("== Extended Information (skewagg) =="), text)
       assert(text.contains("rewritten: skew split of the join below the aggregate"), text)
+    }
+  }
+
+  /** The not-skewed decisions rules recorded on the executed plan of `df`, once run. */
+  private def notSkewedRecorded(df: DataFrame): Seq[SkewAggDecision.NotSkewed] = {
+    df.collect()
+    PlanNodes.all(df.queryExecution.executedPlan).flatMap(SkewAggDecisions.of).collect {
+      case n: SkewAggDecision.NotSkewed => n
+    }.distinct
+  }
+
+  test("not skewed: recorded by the rule that measured, with its numbers") {
+    withSQLConf(base: _*) {
+      val join = notSkewedRecorded(
+        fact(spark, skewed = false).join(dim(spark), "k").groupBy("k").agg(sum("v")))
+      assert(join.map(_.where) == Seq("the join's input shuffles below"), join)
+      assert(join.head.largest > 0 && join.head.median > 0 && join.head.factor == 5.0, join)
+      val repartition = notSkewedRecorded(
+        fact(spark, skewed = false).repartition(col("k")).groupBy("k").agg(sum("v")))
+      assert(repartition.map(_.where) == Seq("the user's repartition below"), repartition)
+      // Skewed: nothing recorded as not skewed.
+      assert(notSkewedRecorded(skewedJoinAgg()).isEmpty)
+    }
+    withSQLConf(base ++ Seq(SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "16MB"): _*) {
+      val floor = notSkewedRecorded(skewedJoinAgg())
+      assert(floor.map(_.floor) == Seq(16L << 20), floor)
+      assert(floor.head.text.contains("below the 16.0 MiB floor"), floor)
     }
   }
 }

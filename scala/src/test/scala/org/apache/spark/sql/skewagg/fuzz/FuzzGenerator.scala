@@ -8,15 +8,24 @@ import scala.util.Random
  * One random differential case: SQL that creates its tables, the query, and the settings both
  * runs share (only `spark.skewagg.enabled` differs between them).
  */
-case class FuzzCase(seed: Long, index: Int, setup: Seq[String], query: String,
-    conf: Seq[(String, String)], cleanup: Seq[String], shape: String) {
+case class FuzzCase(
+    seed: Long,
+    index: Int,
+    setup: Seq[String],
+    query: String,
+    conf: Seq[(String, String)],
+    cleanup: Seq[String],
+    shape: String) {
 
   /** A self-contained reproduction: paste into spark-sql (or spark.sql) with skewagg loaded. */
   def repro: String = {
     val settings = conf.map { case (k, v) => s"SET $k=$v;" }
     (Seq(s"-- skewagg fuzz case $index of seed $seed") ++ settings ++ setup.map(_ + ";") ++
-      Seq("SET spark.skewagg.enabled=false;", query + ";",
-        "SET spark.skewagg.enabled=true;", query + ";") ++ cleanup.map(_ + ";")).mkString("\n")
+      Seq(
+        "SET spark.skewagg.enabled=false;",
+        query + ";",
+        "SET spark.skewagg.enabled=true;",
+        query + ";") ++ cleanup.map(_ + ";")).mkString("\n")
   }
 }
 
@@ -41,8 +50,8 @@ object FuzzGenerator {
     val r = new Random(seed * 1000003L + index)
     val keyType = pick(r, KeyTypes)
     val keys = pick(r, Seq(1, 3, 20, 200))
-    val distribution = pick(r, Seq("skewed", "skewed", "skewed", "skewed", "uniform", "uniform",
-      "empty", "single"))
+    val distribution =
+      pick(r, Seq("skewed", "skewed", "skewed", "skewed", "uniform", "uniform", "empty", "single"))
     val rows = distribution match {
       case "empty" => 0
       case _ => 1 + r.nextInt(1500)
@@ -52,9 +61,25 @@ object FuzzGenerator {
     val partitions = pick(r, Seq(0, 0, 1, 4, 8, 8))
     val fact = factTable(r, keyType, keys, distribution, rows, partitions)
     val dim = dimTable(r, keyType, keys)
-    val source = pick(r, Seq("plain", "subquery", "repartition", "repartition", "join", "join",
-      "join", "join", "bucketed", "nullsafe", "selfjoin", "exists", "in", "cte", "lateral",
-      "scalar"))
+    val source = pick(
+      r,
+      Seq(
+        "plain",
+        "subquery",
+        "repartition",
+        "repartition",
+        "join",
+        "join",
+        "join",
+        "join",
+        "bucketed",
+        "nullsafe",
+        "selfjoin",
+        "exists",
+        "in",
+        "cte",
+        "lateral",
+        "scalar"))
     val tables = Seq(fact, dim)
     val dropTables = Seq("DROP VIEW IF EXISTS t1", "DROP VIEW IF EXISTS t2")
     if (source == "lateral" || source == "scalar") {
@@ -64,14 +89,30 @@ object FuzzGenerator {
       case "plain" => ("t1 f", Nil, Nil, "")
       case "subquery" => ("(SELECT * FROM t1 WHERE vi IS NULL OR vi > -500) f", Nil, Nil, "")
       case "repartition" =>
-        (pick(r, Seq(
-          "(SELECT * FROM t1 DISTRIBUTE BY k1) f",
-          "(SELECT /*+ REPARTITION(7, k1) */ * FROM t1) f",
-          "(SELECT /*+ REPARTITION(k1, k2) */ * FROM t1) f",
-          "(SELECT /*+ REPARTITION(k2) */ * FROM t1) f")), Nil, Nil, "")
+        (
+          pick(
+            r,
+            Seq(
+              "(SELECT * FROM t1 DISTRIBUTE BY k1) f",
+              "(SELECT /*+ REPARTITION(7, k1) */ * FROM t1) f",
+              "(SELECT /*+ REPARTITION(k1, k2) */ * FROM t1) f",
+              "(SELECT /*+ REPARTITION(k2) */ * FROM t1) f")),
+          Nil,
+          Nil,
+          "")
       case "join" =>
-        val jt = pick(r, Seq("JOIN", "JOIN", "JOIN", "LEFT JOIN", "LEFT JOIN", "RIGHT JOIN",
-          "FULL JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN"))
+        val jt = pick(
+          r,
+          Seq(
+            "JOIN",
+            "JOIN",
+            "JOIN",
+            "LEFT JOIN",
+            "LEFT JOIN",
+            "RIGHT JOIN",
+            "FULL JOIN",
+            "LEFT SEMI JOIN",
+            "LEFT ANTI JOIN"))
         val extra = if (r.nextInt(5) == 0) " AND f.vi > d.attr" else ""
         val text = if (r.nextBoolean() || jt.contains("SEMI") || jt.contains("ANTI")) {
           s"t1 f $jt t2 d ON f.k1 = d.k1$extra"
@@ -81,35 +122,50 @@ object FuzzGenerator {
         (text, Nil, Nil, jt)
       case "bucketed" =>
         val buckets = pick(r, Seq(2, 4))
-        ("b1 f", Seq(s"CREATE TABLE b1 USING parquet CLUSTERED BY (k1) INTO $buckets BUCKETS " +
-          "AS SELECT * FROM t1"), Seq("DROP TABLE IF EXISTS b1"), "")
+        (
+          "b1 f",
+          Seq(s"CREATE TABLE b1 USING parquet CLUSTERED BY (k1) INTO $buckets BUCKETS " +
+            "AS SELECT * FROM t1"),
+          Seq("DROP TABLE IF EXISTS b1"),
+          "")
       case "nullsafe" =>
         val jt = pick(r, Seq("JOIN", "LEFT JOIN", "LEFT SEMI JOIN", "LEFT ANTI JOIN"))
         (s"t1 f $jt t2 d ON f.k1 <=> d.k1", Nil, Nil, jt)
       case "selfjoin" =>
-        ("t1 f JOIN (SELECT k1, max(k2) AS attr FROM t1 GROUP BY k1) d ON f.k1 = d.k1", Nil, Nil,
+        (
+          "t1 f JOIN (SELECT k1, max(k2) AS attr FROM t1 GROUP BY k1) d ON f.k1 = d.k1",
+          Nil,
+          Nil,
           "JOIN")
       case "exists" =>
         val not = pick(r, Seq("", "NOT "))
-        (s"t1 f WHERE ${not}EXISTS (SELECT 1 FROM t2 d WHERE d.k1 = f.k1 AND d.attr > 1)", Nil,
-          Nil, "")
+        (
+          s"t1 f WHERE ${not}EXISTS (SELECT 1 FROM t2 d WHERE d.k1 = f.k1 AND d.attr > 1)",
+          Nil,
+          Nil,
+          "")
       case "in" =>
         val not = pick(r, Seq("", "NOT "))
         (s"t1 f WHERE f.k1 ${not}IN (SELECT k1 FROM t2 WHERE attr < 3)", Nil, Nil, "")
       case "cte" =>
-        ("f0 f JOIN t2 d ON f.k1 = d.k1 WHERE f.k2 IN (SELECT k2 FROM f0 WHERE vi > 0)", Nil, Nil,
+        (
+          "f0 f JOIN t2 d ON f.k1 = d.k1 WHERE f.k2 IN (SELECT k2 FROM f0 WHERE vi > 0)",
+          Nil,
+          Nil,
           "JOIN")
     }
     val dimColumns = joinType.nonEmpty && !joinType.contains("SEMI") && !joinType.contains("ANTI")
-    val grouping = pick(r, Seq("k", "k", "k", "k2", "sets", "rollup", "cube", "literal", "expr") ++
-      (if (dimColumns) Seq("attr", "attr") else Nil) ++
-      (if (source == "cte") Seq("foldable", "foldable") else Nil))
+    val grouping = pick(
+      r,
+      Seq("k", "k", "k", "k2", "sets", "rollup", "cube", "literal", "expr") ++
+        (if (dimColumns) Seq("attr", "attr") else Nil) ++
+        (if (source == "cte") Seq("foldable", "foldable") else Nil))
     val (groupCols, groupBy) = grouping match {
       case "k" => (Seq("f.k1"), "GROUP BY f.k1")
       case "k2" => (Seq("f.k1", "f.k2"), "GROUP BY f.k1, f.k2")
       case "attr" => (Seq("f.k1", "d.attr"), "GROUP BY f.k1, d.attr")
-      case "sets" => (Seq("f.k1", "f.k2", "grouping_id()"),
-        "GROUP BY GROUPING SETS ((f.k1), (f.k1, f.k2), ())")
+      case "sets" =>
+        (Seq("f.k1", "f.k2", "grouping_id()"), "GROUP BY GROUPING SETS ((f.k1), (f.k1, f.k2), ())")
       case "rollup" => (Seq("f.k1", "f.k2", "grouping_id()"), "GROUP BY ROLLUP(f.k1, f.k2)")
       case "cube" => (Seq("f.k1", "f.k2", "grouping_id()"), "GROUP BY CUBE(f.k1, f.k2)")
       case "literal" => (Seq("f.k1", "'x'"), "GROUP BY f.k1, 'x'")
@@ -135,11 +191,13 @@ object FuzzGenerator {
    */
   private def correlated(r: Random, kind: String): String = {
     val aggregates = Seq.fill(1 + r.nextInt(3))(pick(r, Mergeable)).distinct
-    val inner = pick(r, Seq(
-      "FROM t1 f JOIN t2 x ON f.k1 = x.k1 WHERE f.k1 = d.k1",
-      "FROM (SELECT * FROM t1 WHERE t1.k2 <= d.attr) f LEFT SEMI JOIN t2 x ON f.k1 <=> x.k1",
-      "FROM t1 f JOIN t2 x ON f.k1 <=> x.k1 WHERE f.k2 = d.attr",
-      "FROM (SELECT * FROM t1 WHERE t1.k1 = d.k1) f JOIN t1 g ON f.k2 = g.k2 AND g.vi > 900"))
+    val inner = pick(
+      r,
+      Seq(
+        "FROM t1 f JOIN t2 x ON f.k1 = x.k1 WHERE f.k1 = d.k1",
+        "FROM (SELECT * FROM t1 WHERE t1.k2 <= d.attr) f LEFT SEMI JOIN t2 x ON f.k1 <=> x.k1",
+        "FROM t1 f JOIN t2 x ON f.k1 <=> x.k1 WHERE f.k2 = d.attr",
+        "FROM (SELECT * FROM t1 WHERE t1.k1 = d.k1) f JOIN t1 g ON f.k2 = g.k2 AND g.vi > 900"))
     kind match {
       case "lateral" if r.nextInt(4) == 0 =>
         "SELECT d.k1, l.* FROM t2 d, LATERAL (SELECT count(*) AS n FROM " +
@@ -153,20 +211,46 @@ object FuzzGenerator {
   }
 
   private val Mergeable = Seq(
-    "sum(f.vi)", "sum(f.vl)", "sum(f.vd)", "sum(f.vn)", "avg(f.vn)", "sum(f.vf)", "avg(f.vd)",
-    "avg(f.vf)", "avg(f.vi)",
-    "count(*)", "count(f.vs)", "min(f.vs)", "max(f.vf)", "min(f.vd)", "max(f.vi)",
-    "stddev(f.vf)", "variance(f.vi)", "var_pop(f.vd)", "bool_and(f.vi > 0)", "bool_or(f.vf > 0)",
-    "approx_count_distinct(f.vs)", "sum(f.vi) FILTER (WHERE f.vf > 0)",
-    "count(*) FILTER (WHERE f.vs IS NULL)", "max(f.vd) FILTER (WHERE f.vi > 100)")
+    "sum(f.vi)",
+    "sum(f.vl)",
+    "sum(f.vd)",
+    "sum(f.vn)",
+    "avg(f.vn)",
+    "sum(f.vf)",
+    "avg(f.vd)",
+    "avg(f.vf)",
+    "avg(f.vi)",
+    "count(*)",
+    "count(f.vs)",
+    "min(f.vs)",
+    "max(f.vf)",
+    "min(f.vd)",
+    "max(f.vi)",
+    "stddev(f.vf)",
+    "variance(f.vi)",
+    "var_pop(f.vd)",
+    "bool_and(f.vi > 0)",
+    "bool_or(f.vf > 0)",
+    "approx_count_distinct(f.vs)",
+    "sum(f.vi) FILTER (WHERE f.vf > 0)",
+    "count(*) FILTER (WHERE f.vs IS NULL)",
+    "max(f.vd) FILTER (WHERE f.vi > 100)")
   private val Holistic = Seq(
-    "sort_array(collect_set(f.vs))", "sort_array(collect_list(f.vi))",
-    "percentile(f.vi, 0.5)", "percentile(f.vf, array(0.1, 0.9))", "percentile(f.vi, 0.3, 2)",
-    "median(f.vd)", "percentile_cont(0.25) WITHIN GROUP (ORDER BY f.vf)",
-    "percentile_disc(0.75) WITHIN GROUP (ORDER BY f.vi)", "mode(f.vi, true)",
+    "sort_array(collect_set(f.vs))",
+    "sort_array(collect_list(f.vi))",
+    "percentile(f.vi, 0.5)",
+    "percentile(f.vf, array(0.1, 0.9))",
+    "percentile(f.vi, 0.3, 2)",
+    "median(f.vd)",
+    "percentile_cont(0.25) WITHIN GROUP (ORDER BY f.vf)",
+    "percentile_disc(0.75) WITHIN GROUP (ORDER BY f.vi)",
+    "mode(f.vi, true)",
     "percentile_approx(f.vi, 0.5, 1000000)")
   private val Distinct = Seq(
-    "count(DISTINCT f.vi)", "sum(DISTINCT f.vd)", "count(DISTINCT f.vs, f.vi)", "avg(DISTINCT f.vf)")
+    "count(DISTINCT f.vi)",
+    "sum(DISTINCT f.vd)",
+    "count(DISTINCT f.vs, f.vi)",
+    "avg(DISTINCT f.vf)")
   private val BothSides = Seq("sum(f.vi * d.attr)", "max(d.attr)", "count(DISTINCT d.attr)")
 
   /** Mostly functions every rewrite takes; holistic, DISTINCT and two-sided ones less often. */
@@ -198,7 +282,12 @@ object FuzzGenerator {
    * `t1(k1, k2, vi, vl, vd, vn, vf, vs)` as a VALUES view read in `partitions` partitions (0: as
    * Spark reads a VALUES list).
    */
-  private def factTable(r: Random, keyType: String, keys: Int, distribution: String, rows: Int,
+  private def factTable(
+      r: Random,
+      keyType: String,
+      keys: Int,
+      distribution: String,
+      rows: Int,
       partitions: Int): String = {
     val values = (0 until rows).map { _ =>
       val key = distribution match {
@@ -210,19 +299,29 @@ object FuzzGenerator {
         if (r.nextInt(30) == 0) s"CAST(NULL AS $keyType)" else keyLiteral(keyType, key, r),
         maybeNull(r, "INT", (r.nextInt(4)).toString),
         maybeNull(r, "INT", (r.nextInt(2001) - 1000).toString),
-        maybeNull(r, "BIGINT", (if (r.nextInt(100) == 0) Long.MaxValue / 3 else r.nextInt(100000).toLong).toString + "L"),
-        maybeNull(r, "DECIMAL(10,2)", f"CAST('${r.nextInt(200000) / 100.0 - 1000}%.2f' AS DECIMAL(10,2))"),
-        maybeNull(r, "DECIMAL(7,2)",
+        maybeNull(
+          r,
+          "BIGINT",
+          (if (r.nextInt(100) == 0) Long.MaxValue / 3 else r.nextInt(100000).toLong).toString +
+            "L"),
+        maybeNull(
+          r,
+          "DECIMAL(10,2)",
+          f"CAST('${r.nextInt(200000) / 100.0 - 1000}%.2f' AS DECIMAL(10,2))"),
+        maybeNull(
+          r,
+          "DECIMAL(7,2)",
           f"CAST('${r.nextInt(20000) / 100.0 - 100}%.2f' AS DECIMAL(7,2))"),
         maybeNull(r, "DOUBLE", doubleLiteral(r)),
-        maybeNull(r, "STRING", s"'s${r.nextInt(6)}'")
-      ).mkString("(", ", ", ")")
+        maybeNull(r, "STRING", s"'s${r.nextInt(6)}'")).mkString("(", ", ", ")")
     }
     val schema = s"k1 $keyType, k2 INT, vi INT, vl BIGINT, vd DECIMAL(10,2), vn DECIMAL(7,2), " +
       "vf DOUBLE, vs STRING"
     if (values.isEmpty) {
       s"CREATE OR REPLACE TEMPORARY VIEW t1 AS SELECT * FROM (SELECT " +
-        schema.split(", ").map { c => val Array(n, t) = c.split(" ", 2); s"CAST(NULL AS $t) AS $n" }
+        schema.split(", ").map { c =>
+          val Array(n, t) = c.split(" ", 2); s"CAST(NULL AS $t) AS $n"
+        }
           .mkString(", ") + ") WHERE false"
     } else {
       val hint = if (partitions > 0) s"/*+ REPARTITION($partitions) */ " else ""
@@ -249,7 +348,8 @@ object FuzzGenerator {
     case "DECIMAL(10,2)" => s"CAST('$key.25' AS DECIMAL(10,2))"
     case "DECIMAL(4,1)" => s"CAST('$key.5' AS DECIMAL(4,1))"
     // Key 0 is written as 0.0 or -0.0 at random: Spark groups them together; so must skewagg.
-    case "DOUBLE" if key == 0 => if (r.nextBoolean()) "CAST('-0.0' AS DOUBLE)" else "CAST('0.0' AS DOUBLE)"
+    case "DOUBLE" if key == 0 =>
+      if (r.nextBoolean()) "CAST('-0.0' AS DOUBLE)" else "CAST('0.0' AS DOUBLE)"
     case "DOUBLE" if key == 1 => "CAST('NaN' AS DOUBLE)"
     case "DOUBLE" => s"CAST('${key * 0.5}' AS DOUBLE)"
   }

@@ -5,16 +5,18 @@ import scala.util.control.NonFatal
 import org.apache.spark.SparkThrowable
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.execution.{EmptyRelationExec, SparkPlan}
-import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, QueryStageExec}
-import org.apache.spark.sql.execution.exchange.ReusedExchangeExec
-import org.apache.spark.sql.skewagg.{PlanningFallback, PlanShape, RowComparison}
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
+import org.apache.spark.sql.skewagg.{PlanNodes, PlanningFallback, PlanShape, RowComparison}
 import org.apache.spark.sql.skewagg.{SharedSkewAggSession, SkewAggConf}
 
 /**
  * What running one case found: a failure, the skewagg rewrites in its plan (names of
  * [[FuzzRunner.Rewrites]]), and the error both runs failed with, if any.
  */
-case class FuzzOutcome(fuzzCase: FuzzCase, failure: Option[String], rewrites: Set[String],
+case class FuzzOutcome(
+    fuzzCase: FuzzCase,
+    failure: Option[String],
+    rewrites: Set[String],
     error: Option[String]) {
   def rewritten: Boolean = rewrites.nonEmpty
 }
@@ -31,7 +33,9 @@ private case class Attempt(result: Either[String, Seq[Row]], plan: Option[SparkP
  */
 object FuzzRunner {
 
-  def run(spark: SparkSession, c: FuzzCase,
+  def run(
+      spark: SparkSession,
+      c: FuzzCase,
       vanilla: SparkSession = SharedSkewAggSession.vanilla): FuzzOutcome = {
     val fallbacksBefore = PlanningFallback.count
     val (off, on) = withCase(spark, c) {
@@ -64,7 +68,9 @@ object FuzzRunner {
       c.setup.foreach(spark.sql)
       body
     } finally {
-      c.cleanup.foreach(s => try spark.sql(s) catch { case NonFatal(_) => })
+      c.cleanup.foreach(s =>
+        try spark.sql(s)
+        catch { case NonFatal(_) => })
       saved.foreach {
         case (k, Some(v)) => conf.set(k, v)
         case (k, None) => conf.unset(k)
@@ -79,15 +85,14 @@ object FuzzRunner {
    * operator anywhere, skewagg's plan printed its finished stages, vanilla's the local
    * relations; the cause was not found).
    */
-  private def emptied(plan: SparkPlan): Boolean = plan match {
-    case _: EmptyRelationExec => true
-    case s: QueryStageExec => emptied(s.plan)
-    case other => other.children.exists(emptied)
-  }
+  private def emptied(plan: SparkPlan): Boolean =
+    PlanNodes.all(plan).exists(_.isInstanceOf[EmptyRelationExec])
 
   /** A description of the difference when vanilla Spark plans the case other than `plan`. */
-  private def differsFromVanilla(vanilla: SparkSession, c: FuzzCase, plan: SparkPlan)
-      : Option[String] = {
+  private def differsFromVanilla(
+      vanilla: SparkSession,
+      c: FuzzCase,
+      plan: SparkPlan): Option[String] = {
     val expected = withCase(vanilla, c)(attempt(vanilla, c.query, None)).plan.map(PlanShape.of)
     val actual = PlanShape.withoutHints(PlanShape.of(plan))
     expected.filterNot(PlanShape.sameUpToOrder(actual, _)).map { e =>
@@ -124,20 +129,13 @@ object FuzzRunner {
     "SplitSkewedBucketsBelowAggregate" -> "skewed buckets read unbucketed",
     "PlanHolisticAggregatesSortBased" -> "SingleKeyAggregate")
 
-  private def rewritesIn(plan: SparkPlan): Set[String] = {
-    val text = (plan +: reusedBelow(plan)).map(_.treeString).mkString
-    Rewrites.collect { case (rule, marker) if text.contains(marker) => rule }.toSet
-  }
-
   /**
-   * The exchanges that reused exchanges below `plan` read (through query stages): a tree string
-   * shows a reused exchange as one line, and adaptive execution reuses a running stage when it
-   * plans a rewritten aggregate again (found by fuzzing, seed 4 case 3).
+   * Read from every node, those below reused exchanges included: adaptive execution reuses a
+   * running stage when it plans a rewritten aggregate again (docs/testing.md, seed 4 case 3).
    */
-  private def reusedBelow(plan: SparkPlan): Seq[SparkPlan] = plan match {
-    case r: ReusedExchangeExec => r.child +: reusedBelow(r.child)
-    case s: QueryStageExec => reusedBelow(s.plan)
-    case other => other.children.flatMap(reusedBelow)
+  private def rewritesIn(plan: SparkPlan): Set[String] = {
+    val text = PlanNodes.all(plan).map(_.verboseString(Int.MaxValue)).mkString("\n")
+    Rewrites.collect { case (rule, marker) if text.contains(marker) => rule }.toSet
   }
 
   /** Names that appear in an executed plan only when a skewagg rewrite happened. */

@@ -14,16 +14,29 @@ class FuzzSuite extends SkewAggSuiteBase {
   test(s"$Cases random cases of seed $Seed: skewagg never changes a result") {
     // Expected failures (ANSI overflow both ways) would fill the log with executor stack traces.
     spark.sparkContext.setLogLevel("OFF")
-    val outcomes = try {
-      (0 until Cases).map(i => FuzzRunner.run(spark, FuzzGenerator.generate(Seed, i)))
-    } finally spark.sparkContext.setLogLevel("WARN")
+    val outcomes =
+      try {
+        (0 until Cases).map(i => FuzzRunner.run(spark, FuzzGenerator.generate(Seed, i)))
+      } finally spark.sparkContext.setLogLevel("WARN")
     val summary = FuzzSummary(outcomes)
     info(summary.text(Seed, 0))
-    assert(summary.failed.isEmpty, summary.failed.map { o =>
-      s"\n${o.failure.get}\n${o.fuzzCase.repro}"
-    }.mkString("\n"))
+    assert(
+      summary.failed.isEmpty,
+      summary.failed.map { o =>
+        s"\n${o.failure.get}\n${o.fuzzCase.repro}"
+      }.mkString("\n"))
     // The slice must exercise the rewrites, or it proves nothing.
     assert(outcomes.count(_.rewritten) >= Cases / 10, summary.text(Seed, 0))
+  }
+
+  test("the cases longer fuzz runs failed on pass (docs/testing.md, bugs found)") {
+    val found = Seq(1L -> 135, 5L -> 293, 5L -> 367, 5L -> 4410)
+    spark.sparkContext.setLogLevel("OFF")
+    val outcomes =
+      try found.map { case (seed, i) => FuzzRunner.run(spark, FuzzGenerator.generate(seed, i)) }
+      finally spark.sparkContext.setLogLevel("WARN")
+    val failed = outcomes.filter(_.failure.isDefined)
+    assert(failed.isEmpty, failed.map(o => s"\n${o.failure.get}\n${o.fuzzCase.repro}").mkString)
   }
 
   test("a case is a pure function of seed and index, and its reproduction is self-contained") {

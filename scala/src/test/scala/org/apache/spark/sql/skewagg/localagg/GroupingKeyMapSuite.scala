@@ -17,7 +17,10 @@ class GroupingKeyMapSuite extends AnyFunSuite {
   }
 
   /** Every key's value by get, absent keys null, and the cursor's (key, value) pairs. */
-  private def check(map: GroupingKeyMap[String], keys: Seq[Any], absent: Seq[Any],
+  private def check(
+      map: GroupingKeyMap[String],
+      keys: Seq[Any],
+      absent: Seq[Any],
       keyOf: (InternalRow, Int) => Any): Unit = {
     keys.foreach(k => assert(map.get(InternalRow(0.5, k)) == s"v$k", s"key $k"))
     absent.foreach(k => assert(map.get(InternalRow(0.5, k)) == null, s"absent key $k"))

@@ -10,8 +10,10 @@ import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.expressions.Aggregator
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{Differential, PartialAggregates, SkewAggConf, SkewAggHints,
-  SkewAggLocalStageExec, SkewAggSuiteBase}
+import org.apache.spark.sql.skewagg.{
+  Differential, PartialAggregates, SkewAggConf, SkewAggHints, SkewAggLocalStageExec,
+  SkewAggSuiteBase
+}
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 
 import org.apache.spark.sql.skewagg.SkewTestData._
@@ -42,7 +44,8 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
 
   /** A join whose subtree aggregates partially before the join's input. */
   private def aggregatesBeforeJoin(plan: SparkPlan): Boolean =
-    nodes[ShuffledJoin](plan).exists(_.children.exists(c => find(c)(PartialAggregates.isPartial).isDefined))
+    nodes[ShuffledJoin](plan).exists(_.children.exists(c =>
+      find(c)(PartialAggregates.isPartial).isDefined))
 
   private def assertLocal(d: Differential): Unit = for (adaptive <- Seq(false, true)) {
     assert(!aggregatesBeforeJoin(d.plan(on = false, adaptive)))
@@ -57,38 +60,62 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
 
   test("inner join, every partially aggregatable family, duplicate keys on the other side") {
     val squares = udaf(SumOfSquares)
-    assertLocal(run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k").groupBy("k")
-      .agg(sum("v"), count(lit(1)), count("v"), avg("d"), min("i"), max("i"), stddev("v"),
-        variance("d"), bool_and(col("i") > 2), sum("d"), approx_count_distinct("i"),
-        sort_array(collect_set("i")), size(collect_list("i")), percentile(col("i"), lit(0.5)),
-        squares(col("v")), expr("sum(v) FILTER (WHERE i > 3)"))
-      .hint("skew_agg")))
+    assertLocal(run(s =>
+      fact(s, skewed = true).join(dimWithDuplicates(s), "k").groupBy("k")
+        .agg(
+          sum("v"),
+          count(lit(1)),
+          count("v"),
+          avg("d"),
+          min("i"),
+          max("i"),
+          stddev("v"),
+          variance("d"),
+          bool_and(col("i") > 2),
+          sum("d"),
+          approx_count_distinct("i"),
+          sort_array(collect_set("i")),
+          size(collect_list("i")),
+          percentile(col("i"), lit(0.5)),
+          squares(col("v")),
+          expr("sum(v) FILTER (WHERE i > 3)"))
+        .hint("skew_agg")))
   }
 
   test("grouping by columns of the other side, or only by them") {
-    assertLocal(run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
-      .groupBy("k", "attr").agg(sum("v"), count(lit(1))).hint("skew_agg")))
-    assertLocal(run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
-      .groupBy("attr").agg(sum("v"), avg("i")).hint("skew_agg")))
+    assertLocal(run(s =>
+      fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+        .groupBy("k", "attr").agg(sum("v"), count(lit(1))).hint("skew_agg")))
+    assertLocal(run(s =>
+      fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+        .groupBy("attr").agg(sum("v"), avg("i")).hint("skew_agg")))
   }
 
   test("outer and semi joins that keep only the aggregated side") {
-    assertLocal(run(s => fact(s, skewed = true).join(dim(s).where(col("k") < 500), Seq("k"),
-      "left_outer").groupBy("k").agg(sum("v"), count(lit(1))).hint("skew_agg")))
-    assertLocal(run(s => dimWithDuplicates(s).where(col("k") < 500)
-      .join(fact(s, skewed = true), Seq("k"), "right_outer")
-      .groupBy("k", "attr").agg(sum("v"), count(lit(1))).hint("skew_agg")))
-    assertLocal(run(s => fact(s, skewed = true).join(dim(s).where(col("k") < 500), Seq("k"),
-      "left_semi").groupBy("k").agg(sum("v")).hint("skew_agg")))
-    assertLocal(run(s => fact(s, skewed = true).join(dim(s).where(col("k") < 500), Seq("k"),
-      "left_anti").groupBy("k").agg(sum("v")).hint("skew_agg")))
+    assertLocal(
+      run(s =>
+        fact(s, skewed = true).join(dim(s).where(col("k") < 500), Seq("k"), "left_outer").groupBy(
+          "k").agg(sum("v"), count(lit(1))).hint("skew_agg")))
+    assertLocal(run(s =>
+      dimWithDuplicates(s).where(col("k") < 500)
+        .join(fact(s, skewed = true), Seq("k"), "right_outer")
+        .groupBy("k", "attr").agg(sum("v"), count(lit(1))).hint("skew_agg")))
+    assertLocal(
+      run(s =>
+        fact(s, skewed = true).join(dim(s).where(col("k") < 500), Seq("k"), "left_semi").groupBy(
+          "k").agg(sum("v")).hint("skew_agg")))
+    assertLocal(
+      run(s =>
+        fact(s, skewed = true).join(dim(s).where(col("k") < 500), Seq("k"), "left_anti").groupBy(
+          "k").agg(sum("v")).hint("skew_agg")))
   }
 
   test("SQL hint with HAVING and a non-equi join condition") {
     fact(spark, skewed = true).createOrReplaceTempView("fact_t")
     dimWithDuplicates(spark).createOrReplaceTempView("dim_t")
-    assertLocal(run(s => s.sql(
-      """SELECT /*+ SKEW_AGG(k) */ f.k, d.attr, sum(f.v) AS s, count(*) AS n
+    assertLocal(run(s =>
+      s.sql(
+        """SELECT /*+ SKEW_AGG(k) */ f.k, d.attr, sum(f.v) AS s, count(*) AS n
         |FROM fact_t f JOIN dim_t d ON f.k = d.k AND f.i <= d.attr
         |GROUP BY f.k, d.attr HAVING count(*) > 2""".stripMargin)))
   }
@@ -98,29 +125,55 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
   test("without the hint: a flushing local aggregate, for every family it takes") {
     // A map of 64 keys: batches of uniform keys reduce too little, so the hot key stays in the
     // map and the other rows pass through; every path of the operator runs.
-    val d = differential(s => narrowFact(s).join(dimWithDuplicates(s), "k").groupBy("k")
-      .agg(sum("v"), count(lit(1)), count("v"), avg("d"), min("i"), max("i"), stddev("v"),
-        variance("d"), bool_and(col("i") > 2), bool_or(col("i") > 5), sum("d"),
-        approx_count_distinct("i"), first("i"), expr("sum(v) FILTER (WHERE i > 3)")),
+    val d = differential(
+      s =>
+        narrowFact(s).join(dimWithDuplicates(s), "k").groupBy("k")
+          .agg(
+            sum("v"),
+            count(lit(1)),
+            count("v"),
+            avg("d"),
+            min("i"),
+            max("i"),
+            stddev("v"),
+            variance("d"),
+            bool_and(col("i") > 2),
+            bool_or(col("i") > 5),
+            sum("d"),
+            approx_count_distinct("i"),
+            first("i"),
+            expr("sum(v) FILTER (WHERE i > 3)")),
       conf :+ (SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "64"): _*)
     assertLocal(d)
     for (adaptive <- Seq(false, true)) {
       val Seq(op) = flushing(d, adaptive)
       assert(metric(op, "numFlushes") > 0 && metric(op, "numPassedThrough") > 0)
       // 30% of the rows are key 0: they collapse to a few partial rows.
-      assert(metric(op, "numOutputRows") < metric(op, "numInputRows") * 0.8,
+      assert(
+        metric(op, "numOutputRows") < metric(op, "numInputRows") * 0.8,
         s"${metric(op, "numOutputRows")} of ${metric(op, "numInputRows")}")
     }
   }
 
   test("without the hint: declarative functions pass rows through in one projection") {
     for (ansi <- Seq("false", "true")) {
-      val d = differential(s => narrowFact(s).join(dimWithDuplicates(s), "k")
-        .groupBy("k", "attr")
-        .agg(sum("v"), sum("d"), avg("d"), count(lit(1)), min("v"), max("d"), stddev("v"),
-          bool_and(col("i") > 2), expr("avg(d) FILTER (WHERE i > 3)"),
-          expr("count(*) FILTER (WHERE v > 10)")),
-        conf ++ Seq(SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "64",
+      val d = differential(
+        s =>
+          narrowFact(s).join(dimWithDuplicates(s), "k")
+            .groupBy("k", "attr")
+            .agg(
+              sum("v"),
+              sum("d"),
+              avg("d"),
+              count(lit(1)),
+              min("v"),
+              max("d"),
+              stddev("v"),
+              bool_and(col("i") > 2),
+              expr("avg(d) FILTER (WHERE i > 3)"),
+              expr("count(*) FILTER (WHERE v > 10)")),
+        conf ++ Seq(
+          SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "64",
           "spark.sql.ansi.enabled" -> ansi): _*)
       assertLocal(d)
       val Seq(op) = flushing(d, adaptive = true)
@@ -131,19 +184,26 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
   test("without the hint: heavy keys of one integral column compared by value, a null one too") {
     // Two heavy keys, 5 and null (20% of the rows each), the rest uniform: both stay in the map
     // and the other rows pass through; int and date keys take the by-value path.
-    val keyed = (s: SparkSession) => s.range(0, 20000).select(
-      when(col("id") % 5 === 0, lit(5)).when(col("id") % 5 === 1, lit(null))
-        .otherwise((col("id") * 7919) % Keys).cast("int").as("k"),
-      (col("id") / 7.0).as("v"), (col("id") % 7).cast("int").as("i"))
-    val other = (s: SparkSession) => s.range(0, Keys).select(col("id").cast("int").as("k"))
-      .union(s.range(0, 1).select(lit(null).cast("int").as("k")))
+    val keyed = (s: SparkSession) =>
+      s.range(0, 20000).select(
+        when(col("id") % 5 === 0, lit(5)).when(col("id") % 5 === 1, lit(null))
+          .otherwise((col("id") * 7919) % Keys).cast("int").as("k"),
+        (col("id") / 7.0).as("v"),
+        (col("id") % 7).cast("int").as("i"))
+    val other = (s: SparkSession) =>
+      s.range(0, Keys).select(col("id").cast("int").as("k"))
+        .union(s.range(0, 1).select(lit(null).cast("int").as("k")))
     val queries: Seq[SparkSession => DataFrame] = Seq(
-      s => keyed(s).join(other(s), Seq("k"), "left").groupBy("k")
-        .agg(sum("v"), count(lit(1)), max("i")),
-      s => keyed(s).withColumn("k", date_add(lit("2026-01-01").cast("date"), col("k")))
-        .join(other(s).withColumn("k", date_add(lit("2026-01-01").cast("date"), col("k"))),
-          Seq("k"), "left")
-        .groupBy("k").agg(sum("v"), min("i")))
+      s =>
+        keyed(s).join(other(s), Seq("k"), "left").groupBy("k")
+          .agg(sum("v"), count(lit(1)), max("i")),
+      s =>
+        keyed(s).withColumn("k", date_add(lit("2026-01-01").cast("date"), col("k")))
+          .join(
+            other(s).withColumn("k", date_add(lit("2026-01-01").cast("date"), col("k"))),
+            Seq("k"),
+            "left")
+          .groupBy("k").agg(sum("v"), min("i")))
     for (query <- queries) {
       val d = differential(query, conf :+ (SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "64"): _*)
       assertLocal(d)
@@ -151,15 +211,17 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
         val Seq(op) = flushing(d, adaptive)
         assert(metric(op, "numPassedThrough") > 0)
         // 40% of the rows are on the two heavy keys: they collapse to a few partial rows.
-        assert(metric(op, "numOutputRows") < metric(op, "numInputRows") * 0.7,
+        assert(
+          metric(op, "numOutputRows") < metric(op, "numInputRows") * 0.7,
           s"${metric(op, "numOutputRows")} of ${metric(op, "numInputRows")}")
       }
     }
   }
 
   test("without the hint, default capacity: the same results, the hot key merged") {
-    val d = run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k", "attr")
-      .agg(sum("v"), avg("i"), max("d")))
+    val d = run(s =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("k", "attr")
+        .agg(sum("v"), avg("i"), max("d")))
     assertLocal(d)
     val Seq(op) = flushing(d, adaptive = true)
     assert(metric(op, "numOutputRows") < metric(op, "numInputRows"))
@@ -167,18 +229,22 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
 
   /** Aggregates merging partial rows (PartialMerge) right above an exchange, below a join. */
   private def mergesAfterJoinShuffle(plan: SparkPlan): Boolean = nodes[ShuffledJoin](plan).exists(
-    _.children.exists(c => find(c) {
-      case a: BaseAggregateExec => a.aggregateExpressions.forall(_.mode == PartialMerge) &&
-        a.requiredChildDistributionExpressions.exists(_.nonEmpty) &&
-        find(a.child)(_.isInstanceOf[ShuffleExchangeLike]).isDefined
-      case _ => false
-    }.isDefined))
+    _.children.exists(c =>
+      find(c) {
+        case a: BaseAggregateExec => a.aggregateExpressions.forall(_.mode == PartialMerge) &&
+          a.requiredChildDistributionExpressions.exists(_.nonEmpty) &&
+          find(a.child)(_.isInstanceOf[ShuffleExchangeLike]).isDefined
+        case _ => false
+      }.isDefined))
 
   test("before a shuffled join, partial rows merge after the join's own shuffle: no extra one") {
     for ((preferSortMerge, hint) <- Seq(("true", "no_hint"), ("false", "skew_agg"))) {
-      val d = differential(s => narrowFact(s).join(dimWithDuplicates(s), "k")
-        .groupBy("k", "attr").agg(sum("v"), avg("d"), count(lit(1)), max("i")).hint(hint),
-        conf ++ Seq("spark.sql.join.preferSortMergeJoin" -> preferSortMerge,
+      val d = differential(
+        s =>
+          narrowFact(s).join(dimWithDuplicates(s), "k")
+            .groupBy("k", "attr").agg(sum("v"), avg("d"), count(lit(1)), max("i")).hint(hint),
+        conf ++ Seq(
+          "spark.sql.join.preferSortMergeJoin" -> preferSortMerge,
           "spark.sql.shuffle.partitions" -> "7",
           SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key -> "1.0"): _*)
       assertLocal(d)
@@ -189,8 +255,9 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
       }
     }
     // DISTINCT-only: Spark deduplicates again above the join, so no merge below it.
-    val d = run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k").groupBy("k")
-      .agg(countDistinct("i")))
+    val d = run(s =>
+      fact(s, skewed = true).join(dimWithDuplicates(s), "k").groupBy("k")
+        .agg(countDistinct("i")))
     assertLocal(d)
     assert(!mergesAfterJoinShuffle(d.plan(on = true, adaptive = true)))
   }
@@ -201,23 +268,28 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
 
   test("unique keys on the aggregated side: the merge after the join's shuffle is dropped") {
     // dim's keys are unique: its local aggregate emits one row per key, nothing to merge.
-    val d = run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("i")
-      .agg(sum("attr"), count(lit(1))))
+    val d = run(s =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("i")
+        .agg(sum("attr"), count(lit(1))))
     assertLocal(d)
     assert(mergesAfterJoinShuffle(d.plan(on = true, adaptive = false)))
     val adaptive = d.plan(on = true, adaptive = true)
     assert(!mergesAfterJoinShuffle(adaptive), adaptive)
     val Seq(decision) = localStages(adaptive).map(_.decision)
-    assert(decision.matches("flushing partial aggregate before the join; not merged after the " +
-      "join's shuffle: 1,000 partial rows of about [0-9,]+ keys \\([0-9]\\.[0-9]+ per key\\), " +
-      "below spark.skewagg.localAggregate.minMergeReduction=3.0"), decision)
+    assert(
+      decision.matches("flushing partial aggregate before the join; not merged after the " +
+        "join's shuffle: 1,000 partial rows of about [0-9,]+ keys \\([0-9]\\.[0-9]+ per key\\), " +
+        "below spark.skewagg.localAggregate.minMergeReduction=3.0"),
+      decision)
     assert(SkewAggExplain.explain(adaptive).contains(decision))
   }
 
   test("left alone without the hint where Spark knows the side is unique on the join key") {
     // Grouped on k already: its distinct keys say so.
-    val grouped = run(s => fact(s, skewed = true).join(
-      dim(s).groupBy("k").agg(max("attr").as("attr")), "k").groupBy("i").agg(sum("attr")))
+    val grouped = run(s =>
+      fact(s, skewed = true).join(
+        dim(s).groupBy("k").agg(max("attr").as("attr")),
+        "k").groupBy("i").agg(sum("attr")))
     // (Spark's own partial aggregate of the grouped side stands below the join: no marker.)
     for (adaptive <- Seq(false, true)) {
       val plan = grouped.plan(on = true, adaptive)
@@ -230,39 +302,52 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     dim(spark).write.saveAsTable("unique_dim")
     try {
       spark.sql("ANALYZE TABLE unique_dim COMPUTE STATISTICS FOR COLUMNS k")
-      val analyzed = differential(s => fact(s, skewed = true).join(s.table("unique_dim"), "k")
-        .groupBy("i").agg(sum("attr")), conf :+ ("spark.sql.cbo.enabled" -> "true"): _*)
+      val analyzed = differential(
+        s =>
+          fact(s, skewed = true).join(s.table("unique_dim"), "k")
+            .groupBy("i").agg(sum("attr")),
+        conf :+ ("spark.sql.cbo.enabled" -> "true"): _*)
       assertNotLocal(analyzed)
       val text = SkewAggExplain.explain(analyzed.plan(on = true, adaptive = false))
-      assert(text.contains("left alone: column statistics give k 1,000 distinct values in " +
-        "1,000 rows of the joined side"), text)
+      assert(
+        text.contains("left alone: column statistics give k 1,000 distinct values in " +
+          "1,000 rows of the joined side"),
+        text)
       // The hint asks for the rewrite whatever the statistics say.
-      assertLocal(differential(s => fact(s, skewed = true).join(s.table("unique_dim"), "k")
-        .groupBy("i").agg(sum("attr")).hint("skew_agg"),
+      assertLocal(differential(
+        s =>
+          fact(s, skewed = true).join(s.table("unique_dim"), "k")
+            .groupBy("i").agg(sum("attr")).hint("skew_agg"),
         conf :+ ("spark.sql.cbo.enabled" -> "true"): _*))
     } finally spark.sql("DROP TABLE IF EXISTS unique_dim")
   }
 
   test("keys repeated across tasks: the merge after the join's shuffle stays, and says why") {
     // Each of 8 tasks holds every key once: no task reduces anything, the merge 8 rows to one.
-    val d = run(s => s.range(0, 8000, 1, 8).select((col("id") % 1000).as("k"), col("id").as("v"))
-      .join(dim(s), "k").groupBy("attr").agg(sum("v")))
+    val d = run(s =>
+      s.range(0, 8000, 1, 8).select((col("id") % 1000).as("k"), col("id").as("v"))
+        .join(dim(s), "k").groupBy("attr").agg(sum("v")))
     assertLocal(d)
     val adaptive = d.plan(on = true, adaptive = true)
     assert(mergesAfterJoinShuffle(adaptive), adaptive)
     val Seq(decision) = localStages(adaptive).map(_.decision)
-    assert(decision.contains("; merged after the join's shuffle: 8,000 partial rows of about"),
+    assert(
+      decision.contains("; merged after the join's shuffle: 8,000 partial rows of about"),
       decision)
     val Seq(op) = flushing(d, adaptive = true)
     assert(metric(op, "numOutputRows") == metric(op, "numInputRows"))
   }
 
   test("minMergeReduction=1.0 always merges; the sketch only where a merge follows") {
-    val d = differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("i")
-      .agg(sum("attr")), conf :+ (SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key -> "1.0"): _*)
+    val d = differential(
+      s =>
+        fact(s, skewed = true).join(dim(s), "k").groupBy("i")
+          .agg(sum("attr")),
+      conf :+ (SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key -> "1.0"): _*)
     assert(mergesAfterJoinShuffle(d.plan(on = true, adaptive = true)))
-    val distinctOnly = run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-      .agg(countDistinct("i")))
+    val distinctOnly = run(s =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+        .agg(countDistinct("i")))
     assert(flushing(distinctOnly, adaptive = true).forall(_.emittedKeys.isEmpty))
   }
 
@@ -271,24 +356,27 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
    * merged where they are before Spark shuffles them to the final aggregate.
    */
   private def mergesAboveJoin(plan: SparkPlan): Boolean = nodes[BaseAggregateExec](plan).exists {
-    a => a.aggregateExpressions.nonEmpty && a.aggregateExpressions.forall(_.mode == PartialMerge) &&
+    a =>
+      a.aggregateExpressions.nonEmpty && a.aggregateExpressions.forall(_.mode == PartialMerge) &&
       a.requiredChildDistributionExpressions.isEmpty &&
       find(a.child)(_.isInstanceOf[ShuffledJoin]).isDefined
   }
 
   test("grouping by columns that do not hold the join key: the join's rows merge before the " +
-      "shuffle to the final aggregate, as Spark's partial aggregate would") {
+    "shuffle to the final aggregate, as Spark's partial aggregate would") {
     for (hint <- Seq("skew_agg", "no_hint")) {
-      val byOther = run(s => narrowFact(s).join(dimWithDuplicates(s), "k")
-        .groupBy("attr").agg(sum("v"), avg("d"), count(lit(1))).hint(hint))
+      val byOther = run(s =>
+        narrowFact(s).join(dimWithDuplicates(s), "k")
+          .groupBy("attr").agg(sum("v"), avg("d"), count(lit(1))).hint(hint))
       assertLocal(byOther)
       for (adaptive <- Seq(false, true)) {
         val on = byOther.plan(on = true, adaptive)
         assert(mergesAboveJoin(on), on)
       }
       // Grouped by the join key, the join's rows arrive clustered: no merge, no exchange added.
-      val byKey = run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
-        .groupBy("k", "attr").agg(sum("v")).hint(hint))
+      val byKey = run(s =>
+        fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+          .groupBy("k", "attr").agg(sum("v")).hint(hint))
       for (adaptive <- Seq(false, true)) {
         val (off, on) = (byKey.plan(on = false, adaptive), byKey.plan(on = true, adaptive))
         assert(!mergesAboveJoin(on), on)
@@ -298,16 +386,19 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
   }
 
   test("join keys computed from columns: no merge after the shuffle, still exact") {
-    val d = run(s => fact(s, skewed = true).join(dimWithDuplicates(s).withColumnRenamed("k", "dk"),
-      col("k") + 1 === col("dk") + 1).groupBy("k").agg(sum("v")).hint("skew_agg"))
+    val d = run(s =>
+      fact(s, skewed = true).join(
+        dimWithDuplicates(s).withColumnRenamed("k", "dk"),
+        col("k") + 1 === col("dk") + 1).groupBy("k").agg(sum("v")).hint("skew_agg"))
     assertLocal(d)
     assert(!mergesAfterJoinShuffle(d.plan(on = true, adaptive = true)))
   }
 
   test("DISTINCT-only aggregates: the aggregated side deduplicated before the join") {
     for (hint <- Seq("skew_agg", "no_hint")) {
-      val d = run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k").groupBy("k", "attr")
-        .agg(countDistinct("i"), sum_distinct(col("i")), expr("avg(DISTINCT i)")).hint(hint))
+      val d = run(s =>
+        fact(s, skewed = true).join(dimWithDuplicates(s), "k").groupBy("k", "attr")
+          .agg(countDistinct("i"), sum_distinct(col("i")), expr("avg(DISTINCT i)")).hint(hint))
       assertLocal(d)
       assert(flushing(d, adaptive = true).nonEmpty == (hint != "skew_agg"))
     }
@@ -316,17 +407,20 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
   test("left alone: DISTINCTs of several column sets (Spark's optimizer expands them first)") {
     // RewriteDistinctAggregates turns them into aggregates over an Expand before planning,
     // where this rule runs (docs/rewrites.md).
-    assertNotLocal(run(s => fact(s, skewed = true).join(dimWithDuplicates(s), "k")
-      .groupBy("k", "attr").agg(countDistinct("i"), sum_distinct(col("d"))).hint("skew_agg")))
+    assertNotLocal(run(s =>
+      fact(s, skewed = true).join(dimWithDuplicates(s), "k")
+        .groupBy("k", "attr").agg(countDistinct("i"), sum_distinct(col("d"))).hint("skew_agg")))
   }
 
   test("without the hint, DISTINCT: a hot join key spread over many DISTINCT values is merged") {
     // The deduplication groups by (k, x) and the join shuffles on k: 30% of rows on k = 0,
     // spread over 300 values of x, the others unique. No (0, x) is heavy alone in a 4096-key
     // batch; k = 0 is, so the (0, x) stay in the map.
-    val d = differential(s => hotKeySpreadOverX(s)
-      .join(s.range(0, 200001).select(col("id").as("k"), (col("id") % 10).as("attr")), "k")
-      .groupBy("k").agg(countDistinct("x")),
+    val d = differential(
+      s =>
+        hotKeySpreadOverX(s)
+          .join(s.range(0, 200001).select(col("id").as("k"), (col("id") % 10).as("attr")), "k")
+          .groupBy("k").agg(countDistinct("x")),
       conf :+ (SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096"): _*)
     assertLocal(d)
     for (adaptive <- Seq(false, true)) {
@@ -338,17 +432,22 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
   }
 
   test("left alone: aggregates reading both sides, full outer joins, NO_SKEW_AGG") {
-    assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-      .agg(sum(col("v") + col("attr"))).hint("skew_agg")))
-    assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), Seq("k"), "full_outer")
-      .groupBy("k").agg(sum("v")).hint("skew_agg")))
-    assertNotLocal(run(s => dim(s).join(fact(s, skewed = true), Seq("k"), "left_outer")
-      .groupBy("k").agg(sum("v")).hint("skew_agg")))
-    assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v"))
-      .hint("no_skew_agg")))
+    assertNotLocal(run(s =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+        .agg(sum(col("v") + col("attr"))).hint("skew_agg")))
+    assertNotLocal(run(s =>
+      fact(s, skewed = true).join(dim(s), Seq("k"), "full_outer")
+        .groupBy("k").agg(sum("v")).hint("skew_agg")))
+    assertNotLocal(run(s =>
+      dim(s).join(fact(s, skewed = true), Seq("k"), "left_outer")
+        .groupBy("k").agg(sum("v")).hint("skew_agg")))
+    assertNotLocal(run(s =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v"))
+        .hint("no_skew_agg")))
     // DISTINCT mixed with other aggregates: deduplication would change the others.
-    assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-      .agg(countDistinct("i"), sum("v")).hint("skew_agg")))
+    assertNotLocal(run(s =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+        .agg(countDistinct("i"), sum("v")).hint("skew_agg")))
   }
 
   test("left alone without the hint: partial buffers with decimals of more than 18 digits") {
@@ -357,14 +456,17 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
       val d = run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("attr").agg(f, sum("v")))
       assertNotLocal(d)
       val text = SkewAggExplain.explain(d.plan(on = true, adaptive = false))
-      assert(text.contains("left alone: the partial buffers of") &&
-        text.contains("hold decimals of more than 18 digits"), text)
+      assert(
+        text.contains("left alone: the partial buffers of") &&
+          text.contains("hold decimals of more than 18 digits"),
+        text)
       // Adaptive execution splits the hot key's join partition instead.
       val adaptive = SkewAggExplain.explain(d.plan(on = true, adaptive = true))
       assert(adaptive.contains("rewritten: skew split of the join below the aggregate"), adaptive)
       // The hint aggregates anyway.
-      assertLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("attr")
-        .agg(f, sum("v")).hint("skew_agg")))
+      assertLocal(run(s =>
+        fact(s, skewed = true).join(dim(s), "k").groupBy("attr")
+          .agg(f, sum("v")).hint("skew_agg")))
     }
   }
 
@@ -382,26 +484,35 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
   private val ansi = conf :+ (SQLConf.ANSI_ENABLED.key -> "true")
 
   test("ANSI sums of integers: a group the join drops never fails the query (fuzz seed 5, " +
-      "case 293)") {
+    "case 293)") {
     // Key -1 has no row in dim: the inner join drops it. Key 7 has one: the anti join drops it.
     for (forced <- Seq(true, false)) {
       def hinted(df: DataFrame) = if (forced) df.hint("skew_agg") else df
-      assertLocal(differential(s => hinted(overflowingFact(s, -1).join(dim(s), "k")
-        .groupBy("k").agg(sum("l"), sum(when(col("l") > 0, lit(1))), avg("l"))), ansi: _*))
-      assertLocal(differential(s => hinted(overflowingFact(s, 7)
-        .join(dim(s), Seq("k"), "left_anti").groupBy("k").agg(sum("l"))), ansi: _*))
+      assertLocal(differential(
+        s =>
+          hinted(overflowingFact(s, -1).join(dim(s), "k")
+            .groupBy("k").agg(sum("l"), sum(when(col("l") > 0, lit(1))), avg("l"))),
+        ansi: _*))
+      assertLocal(differential(
+        s =>
+          hinted(overflowingFact(s, 7)
+            .join(dim(s), Seq("k"), "left_anti").groupBy("k").agg(sum("l"))),
+        ansi: _*))
     }
   }
 
   test("ANSI sums of integers: a group the join keeps fails on overflow as Spark's does") {
     for (on <- Seq(false, true); adaptive <- Seq(false, true)) {
-      withSQLConf(ansi ++ Seq(SkewAggConf.ENABLED.key -> on.toString,
-          SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive.toString): _*) {
+      withSQLConf(ansi ++ Seq(
+        SkewAggConf.ENABLED.key -> on.toString,
+        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive.toString): _*) {
         val df = overflowingFact(spark, 7).join(dim(spark), "k").groupBy("k").agg(sum("l"))
           .hint("skew_agg")
         val e = intercept[Exception](df.collect())
-        assert(Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null)
-          .exists(_.getMessage.contains("ARITHMETIC_OVERFLOW")), e)
+        assert(
+          Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null)
+            .exists(_.getMessage.contains("ARITHMETIC_OVERFLOW")),
+          e)
         if (!adaptive) assert(aggregatesBeforeJoin(df.queryExecution.executedPlan) == on)
       }
     }
@@ -409,41 +520,66 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
 
   test("left alone before a join that may drop rows: aggregates that may fail on a row") {
     val fails = udf((v: Double) => if (v > 1e9) throw new IllegalStateException("big") else v)
-    for ((f, hint) <- Seq(sum(make_dt_interval(col("i"))) -> "skew_agg",
-        sum(col("d").cast("int")) -> "skew_agg", sum(col("v") / (col("i") + 1)) -> "skew_agg",
+    for ((f, hint) <- Seq(
+        sum(make_dt_interval(col("i"))) -> "skew_agg",
+        sum(col("d").cast("int")) -> "skew_agg",
+        sum(col("v") / (col("i") + 1)) -> "skew_agg",
         sum(fails(col("v"))) -> "none")) {
-      val d = differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-        .agg(f, sum("v")).hint(hint), ansi: _*)
+      val d = differential(
+        s =>
+          fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+            .agg(f, sum("v")).hint(hint),
+        ansi: _*)
       assertNotLocal(d)
       val text = SkewAggExplain.explain(d.plan(on = true, adaptive = false))
       assert(text.contains("may fail on some rows, and aggregating before the join"), text)
       // A join that keeps every row of the aggregated side: aggregated before it.
-      assertLocal(differential(s => fact(s, skewed = true).join(dim(s), Seq("k"), "left_outer")
-        .groupBy("k").agg(f, sum("v")).hint("skew_agg"), ansi: _*))
+      assertLocal(differential(
+        s =>
+          fact(s, skewed = true).join(dim(s), Seq("k"), "left_outer")
+            .groupBy("k").agg(f, sum("v")).hint("skew_agg"),
+        ansi: _*))
     }
     // With the hint, the user's own functions are trusted; what cannot fail is taken either way.
-    assertLocal(differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-      .agg(sum(fails(col("v")))).hint("skew_agg"), ansi: _*))
-    assertLocal(differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-      .agg(sum(col("v") * (lit(1) - col("i") / 100)), sum(col("i").cast("bigint")),
-        max(when(col("i") > 3, col("v")))), ansi: _*))
+    assertLocal(differential(
+      s =>
+        fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+          .agg(sum(fails(col("v")))).hint("skew_agg"),
+      ansi: _*))
+    assertLocal(differential(
+      s =>
+        fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+          .agg(
+            sum(col("v") * (lit(1) - col("i") / 100)),
+            sum(col("i").cast("bigint")),
+            max(when(col("i") > 3, col("v")))),
+      ansi: _*))
   }
 
   test("left alone without the hint: holistic aggregates, joins Spark may broadcast") {
-    assertNotLocal(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-      .agg(sum("v"), size(collect_list("i")))))
-    assertNotLocal(differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-      .agg(sum("v")), conf.filterNot(_._1 == "spark.sql.autoBroadcastJoinThreshold"): _*))
-    assertNotLocal(run(s => fact(s, skewed = true).join(broadcast(dim(s)), "k").groupBy("k")
-      .agg(sum("v"))))
+    assertNotLocal(run(s =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+        .agg(sum("v"), size(collect_list("i")))))
+    assertNotLocal(differential(
+      s =>
+        fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+          .agg(sum("v")),
+      conf.filterNot(_._1 == "spark.sql.autoBroadcastJoinThreshold"): _*))
+    assertNotLocal(run(s =>
+      fact(s, skewed = true).join(broadcast(dim(s)), "k").groupBy("k")
+        .agg(sum("v"))))
   }
 
   test("grouping by floating-point keys: -0.0 and 0.0, NaNs group together (found by fuzzing)") {
     for (hint <- Seq("skew_agg", "no_hint")) {
-      val d = run(s => fact(s, skewed = true).join(dim(s).select(col("k"),
-          when(col("k") % 3 === 0, lit(-0.0)).when(col("k") % 3 === 1, lit(0.0))
-            .otherwise(lit(Double.NaN)).as("z")), "k")
-        .groupBy("z").agg(sum("v"), count(lit(1))).hint(hint))
+      val d = run(s =>
+        fact(s, skewed = true).join(
+          dim(s).select(
+            col("k"),
+            when(col("k") % 3 === 0, lit(-0.0)).when(col("k") % 3 === 1, lit(0.0))
+              .otherwise(lit(Double.NaN)).as("z")),
+          "k")
+          .groupBy("z").agg(sum("v"), count(lit(1))).hint(hint))
       assertLocal(d)
       assert(d.rows.size == 2, d.rows)
     }
@@ -469,13 +605,15 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
 
   test("a hint on a query without an aggregate is a clear analysis error") {
     fact(spark, skewed = true).createOrReplaceTempView("fact_t")
-    val e = intercept[AnalysisException](spark.sql("SELECT /*+ SKEW_AGG */ * FROM fact_t").collect())
+    val e =
+      intercept[AnalysisException](spark.sql("SELECT /*+ SKEW_AGG */ * FROM fact_t").collect())
     assert(e.getMessage.contains("SKEW_AGG hint must be placed on an aggregate"), e.getMessage)
   }
 
   test("NO_SKEW_AGG keeps the repartition rewrite away from its aggregate") {
-    val d = run(s => fact(s, skewed = true).repartition(col("k")).groupBy("k").agg(sum("v"))
-      .hint("no_skew_agg"))
+    val d = run(s =>
+      fact(s, skewed = true).repartition(col("k")).groupBy("k").agg(sum("v"))
+        .hint("no_skew_agg"))
     for (adaptive <- Seq(false, true)) {
       assert(shape(d.plan(on = true, adaptive)) == shape(d.plan(on = false, adaptive)))
     }

@@ -6,8 +6,9 @@ import org.apache.spark.sql.classic
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{Differential, PartialAggregates, SkewAggConf, SkewAggSuiteBase,
-  SkewTestData}
+import org.apache.spark.sql.skewagg.{
+  Differential, PartialAggregates, SkewAggConf, SkewAggSuiteBase, SkewTestData
+}
 
 /**
  * The join rewrite under Spark's optimizer: shapes that optimizer rules rewrite (narrow decimals
@@ -49,7 +50,8 @@ class OptimizerRulesSuite extends SkewAggSuiteBase {
   test("issue 23: sum of a narrow decimal above a shuffled join (DecimalAggregates)") {
     spark.sql("CREATE OR REPLACE TEMPORARY VIEW a(k, v) AS VALUES (1, 1.5), (1, 2.5), (2, 3.0)")
     spark.sql("CREATE OR REPLACE TEMPORARY VIEW b(k) AS VALUES (1), (2)")
-    val d = differential(sql("SELECT a.k, sum(a.v) FROM a JOIN b ON a.k = b.k GROUP BY a.k"),
+    val d = differential(
+      sql("SELECT a.k, sum(a.v) FROM a JOIN b ON a.k = b.k GROUP BY a.k"),
       corpusConf: _*)
     assert(d.rows.map(r => (r.getInt(0), r.getDecimal(1).doubleValue)).toSet ==
       Set((1, 4.0), (2, 3.0)))
@@ -58,7 +60,8 @@ class OptimizerRulesSuite extends SkewAggSuiteBase {
 
   test("issue 23: COUNT over a join with a decorrelated scalar subquery in LATERAL") {
     createLateralTables()
-    val d = differential(sql("""SELECT * FROM t1, LATERAL (SELECT COUNT(*) FROM
+    val d = differential(
+      sql("""SELECT * FROM t1, LATERAL (SELECT COUNT(*) FROM
       |(SELECT COUNT(*) cnt FROM t2 WHERE t1.c1 = t2.c1) JOIN t2 ON cnt = t2.c1)""".stripMargin),
       corpusConf: _*)
     assert(d.rows.size == 2)
@@ -66,9 +69,11 @@ class OptimizerRulesSuite extends SkewAggSuiteBase {
 
   test("issue 23: sum over a null-safe LEFT SEMI JOIN in LATERAL") {
     createLateralTables()
-    val d = differential(sql("""SELECT * FROM t1 JOIN LATERAL (SELECT sum(c1) FROM
+    val d = differential(
+      sql("""SELECT * FROM t1 JOIN LATERAL (SELECT sum(c1) FROM
       |(SELECT * FROM t2 WHERE t2.c1 <= t1.c1) lhs LEFT SEMI JOIN (SELECT * FROM t4) rhs
-      |ON lhs.c1 <=> rhs.c1 AND lhs.c2 <=> rhs.c2)""".stripMargin), corpusConf: _*)
+      |ON lhs.c1 <=> rhs.c1 AND lhs.c2 <=> rhs.c2)""".stripMargin),
+      corpusConf: _*)
     assert(d.rows.size == 2)
   }
 
@@ -87,14 +92,19 @@ class OptimizerRulesSuite extends SkewAggSuiteBase {
 
   // Without the hint, only precisions whose sums keep at most 18 digits (a long in a row) are
   // aggregated before the join; wider ones are left alone (LocalAggregateBeforeJoinSuite).
-  for ((join, hint, precisions) <- Seq(("JOIN", "/*+ SKEW_AGG */ ", 1 to 38),
-      ("LEFT JOIN", "/*+ SKEW_AGG */ ", 1 to 38), ("LEFT SEMI JOIN", "/*+ SKEW_AGG */ ", 1 to 38),
-      ("JOIN", "", 1 to 8), ("LEFT JOIN", "", 1 to 8))) {
+  for ((join, hint, precisions) <- Seq(
+      ("JOIN", "/*+ SKEW_AGG */ ", 1 to 38),
+      ("LEFT JOIN", "/*+ SKEW_AGG */ ", 1 to 38),
+      ("LEFT SEMI JOIN", "/*+ SKEW_AGG */ ", 1 to 38),
+      ("JOIN", "", 1 to 8),
+      ("LEFT JOIN", "", 1 to 8))) {
     test(s"sum and avg of every decimal precision ${precisions.head}..${precisions.last} over " +
-        (s"$join " + hint.trim).trim) {
+      (s"$join " + hint.trim).trim) {
       createDecimalTables()
-      val d = differential(sql(s"SELECT $hint f.k, ${decimalAggregates(precisions)} " +
-        s"FROM fact_dec f $join dim_dec g ON f.k = g.k GROUP BY f.k"), SkewTestData.conf: _*)
+      val d = differential(
+        sql(s"SELECT $hint f.k, ${decimalAggregates(precisions)} " +
+          s"FROM fact_dec f $join dim_dec g ON f.k = g.k GROUP BY f.k"),
+        SkewTestData.conf: _*)
       assert(d.rows.size == 50)
       assertLocal(d)
     }

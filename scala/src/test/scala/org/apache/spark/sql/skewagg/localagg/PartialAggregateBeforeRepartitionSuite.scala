@@ -2,11 +2,14 @@ package org.apache.spark.sql.skewagg.localagg
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec}
+import org.apache.spark.sql.execution.exchange.{
+  REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec
+}
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{Differential, PartialAggregates, SkewAggConf, SkewAggSuiteBase,
-  SkewTestData}
+import org.apache.spark.sql.skewagg.{
+  Differential, PartialAggregates, SkewAggConf, SkewAggSuiteBase, SkewTestData
+}
 
 /** The static rewrite: Spark's partial aggregate with SKEW_AGG, a flushing one without. */
 class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
@@ -24,12 +27,13 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
   private def partialBeforeUserExchange(plan: SparkPlan): Seq[ShuffleExchangeExec] =
     nodes[ShuffleExchangeExec](plan).filter { e =>
       (e.shuffleOrigin == REPARTITION_BY_COL || e.shuffleOrigin == REPARTITION_BY_NUM) &&
-        PartialAggregates.isPartial(e.child)
+      PartialAggregates.isPartial(e.child)
     }
 
   private def assertRewritten(d: Differential): Unit = for (adaptive <- Seq(false, true)) {
     assert(partialBeforeUserExchange(d.plan(on = false, adaptive)).isEmpty)
-    assert(partialBeforeUserExchange(d.plan(on = true, adaptive)).size == 1,
+    assert(
+      partialBeforeUserExchange(d.plan(on = true, adaptive)).size == 1,
       s"adaptive=$adaptive:\n${d.plan(on = true, adaptive)}")
     // The rewrite moves the user's shuffle; it never adds one (with DISTINCT it can remove some).
     assert(nodes[ShuffleExchangeExec](d.plan(on = true, adaptive)).size <=
@@ -37,24 +41,41 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
   }
 
   private def assertUntouched(d: Differential): Unit = for (adaptive <- Seq(false, true)) {
-    assert(partialBeforeUserExchange(d.plan(on = true, adaptive)).isEmpty,
+    assert(
+      partialBeforeUserExchange(d.plan(on = true, adaptive)).isEmpty,
       s"adaptive=$adaptive:\n${d.plan(on = true, adaptive)}")
   }
 
   test("repartition(k).groupBy(k): every partial-capable aggregate family") {
-    val d = differential(s => skewed(s).repartition(col("k")).groupBy("k").agg(
-      sum("v"), count(lit(1)), count("v"), avg("v"), min("i"), max("i"), first(col("k") * 2), last(col("k") + 1),
-      stddev("v"), variance("v"), bool_and(col("i") > 2), bool_or(col("i") > 5),
-      sum("d"), avg("d"), approx_count_distinct("i"), percentile_approx(col("i"), lit(0.5), lit(10000)),
-      sort_array(collect_set("i")), size(collect_list("i")),
-      count(lit(1)).as("n_filtered")).hint("skew_agg"))
+    val d = differential(s =>
+      skewed(s).repartition(col("k")).groupBy("k").agg(
+        sum("v"),
+        count(lit(1)),
+        count("v"),
+        avg("v"),
+        min("i"),
+        max("i"),
+        first(col("k") * 2),
+        last(col("k") + 1),
+        stddev("v"),
+        variance("v"),
+        bool_and(col("i") > 2),
+        bool_or(col("i") > 5),
+        sum("d"),
+        avg("d"),
+        approx_count_distinct("i"),
+        percentile_approx(col("i"), lit(0.5), lit(10000)),
+        sort_array(collect_set("i")),
+        size(collect_list("i")),
+        count(lit(1)).as("n_filtered")).hint("skew_agg"))
     assertRewritten(d)
     assert(d.rows.size == skewed(spark).select("k").distinct().count())
   }
 
   test("repartition(n, k) keeps the user's partition count and REPARTITION_BY_NUM origin") {
-    val d = differential(s => skewed(s).repartition(5, col("k")).groupBy("k").agg(sum("v"))
-      .hint("skew_agg"))
+    val d = differential(s =>
+      skewed(s).repartition(5, col("k")).groupBy("k").agg(sum("v"))
+        .hint("skew_agg"))
     assertRewritten(d)
     for (adaptive <- Seq(false, true)) {
       val exchange = partialBeforeUserExchange(d.plan(on = true, adaptive)).head
@@ -69,26 +90,30 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
 
   test("DISTRIBUTE BY in SQL, with FILTER and HAVING") {
     skewed(spark).createOrReplaceTempView("skewed_t")
-    val d = differential(s => s.sql(
-      """SELECT /*+ SKEW_AGG */ k, sum(v) FILTER (WHERE i > 2) AS s, count(*) AS n
+    val d = differential(s =>
+      s.sql(
+        """SELECT /*+ SKEW_AGG */ k, sum(v) FILTER (WHERE i > 2) AS s, count(*) AS n
         |FROM (SELECT * FROM skewed_t DISTRIBUTE BY k)
         |GROUP BY k HAVING count(*) > 1""".stripMargin))
     assertRewritten(d)
   }
 
   test("repartition on a subset of the grouping keys") {
-    val d = differential(s => skewed(s).repartition(col("k")).groupBy("k", "i").agg(sum("v"))
-      .hint("skew_agg"))
+    val d = differential(s =>
+      skewed(s).repartition(col("k")).groupBy("k", "i").agg(sum("v"))
+        .hint("skew_agg"))
     assertRewritten(d)
   }
 
   test("single DISTINCT aggregates; multiple DISTINCTs lose the hint in Spark's rewrite") {
-    assertRewritten(differential(s => skewed(s).repartition(col("k")).groupBy("k")
-      .agg(countDistinct("i"), sum("v")).hint("skew_agg")))
+    assertRewritten(differential(s =>
+      skewed(s).repartition(col("k")).groupBy("k")
+        .agg(countDistinct("i"), sum("v")).hint("skew_agg")))
     // Spark's rewrite of multiple DISTINCTs builds new aggregates without the hint: they get the
     // unhinted (flushing) form. The result stays exact.
-    val multiple = differential(s => skewed(s).repartition(col("k")).groupBy("k")
-      .agg(countDistinct("i"), countDistinct("d"), max("v")).hint("skew_agg"))
+    val multiple = differential(s =>
+      skewed(s).repartition(col("k")).groupBy("k")
+        .agg(countDistinct("i"), countDistinct("d"), max("v")).hint("skew_agg"))
     assertRewritten(multiple)
     assert(flushing(multiple, adaptive = true).nonEmpty)
   }
@@ -102,31 +127,34 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
   }
 
   test("through a projection and a filter between the repartition and the aggregate") {
-    assertRewritten(differential(s => skewed(s).repartition(col("k"))
-      .where(col("i") =!= 3).select(col("k"), (col("v") * 2).as("w"))
-      .groupBy("k").agg(sum("w")).hint("skew_agg")))
+    assertRewritten(differential(s =>
+      skewed(s).repartition(col("k"))
+        .where(col("i") =!= 3).select(col("k"), (col("v") * 2).as("w"))
+        .groupBy("k").agg(sum("w")).hint("skew_agg")))
   }
 
   test("left alone: a projection that redefines the repartition key") {
-    assertUntouched(differential(s => skewed(s).repartition(col("k"))
-      .select((col("k") + col("i")).as("k"), col("v")).groupBy("k").agg(sum("v")).hint("skew_agg")))
+    assertUntouched(differential(s =>
+      skewed(s).repartition(col("k"))
+        .select((col("k") + col("i")).as("k"), col("v")).groupBy("k").agg(sum("v")).hint(
+          "skew_agg")))
   }
 
   test("left alone: repartition on a column that is not a grouping key") {
-    assertUntouched(differential(
-      s => skewed(s).repartition(col("i")).groupBy("k").agg(sum("v")).hint("skew_agg")))
+    assertUntouched(differential(s =>
+      skewed(s).repartition(col("i")).groupBy("k").agg(sum("v")).hint("skew_agg")))
   }
 
   test("left alone: grouping on an expression of the repartition key") {
-    assertUntouched(differential(
-      s => skewed(s).repartition(col("k")).groupBy(col("k") % 3).agg(sum("v")).hint("skew_agg")))
+    assertUntouched(differential(s =>
+      skewed(s).repartition(col("k")).groupBy(col("k") % 3).agg(sum("v")).hint("skew_agg")))
   }
 
   test("left alone: range and round-robin repartitions, global aggregates") {
-    assertUntouched(differential(
-      s => skewed(s).repartitionByRange(col("k")).groupBy("k").agg(sum("v")).hint("skew_agg")))
-    assertUntouched(differential(
-      s => skewed(s).repartition(4).groupBy("k").agg(sum("v")).hint("skew_agg")))
+    assertUntouched(differential(s =>
+      skewed(s).repartitionByRange(col("k")).groupBy("k").agg(sum("v")).hint("skew_agg")))
+    assertUntouched(differential(s =>
+      skewed(s).repartition(4).groupBy("k").agg(sum("v")).hint("skew_agg")))
     assertUntouched(differential(s => skewed(s).repartition(col("k")).agg(sum("v"))))
   }
 
@@ -139,10 +167,21 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
   test("without the hint: a flushing partial aggregate before the user's shuffle") {
     for (ansi <- Seq("false", "true")) {
       // A map of 64 keys: the 500 other keys pass through, key 0 and the null key are merged.
-      val d = differential(s => skewed(s).repartition(col("k")).groupBy("k")
-        .agg(sum("v"), count(lit(1)), avg("d"), min("v"), max("i"), stddev("v"), sum("d"),
-          approx_count_distinct("i"), expr("count(*) FILTER (WHERE v > 10)")),
-        SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "64", "spark.sql.ansi.enabled" -> ansi)
+      val d = differential(
+        s =>
+          skewed(s).repartition(col("k")).groupBy("k")
+            .agg(
+              sum("v"),
+              count(lit(1)),
+              avg("d"),
+              min("v"),
+              max("i"),
+              stddev("v"),
+              sum("d"),
+              approx_count_distinct("i"),
+              expr("count(*) FILTER (WHERE v > 10)")),
+        SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "64",
+        "spark.sql.ansi.enabled" -> ansi)
       assertRewritten(d)
       for (adaptive <- Seq(false, true)) {
         val Seq(op) = flushing(d, adaptive)
@@ -156,11 +195,11 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
    * One partition of `rows` rows: with `hot`, 30% on key 0 and the others unique; without, keys
    * 1 to `keys` in a cycle (every key once, then again).
    */
-  private def onePartition(s: SparkSession, rows: Long, hot: Boolean, keys: Long = 0)
-      : DataFrame = s.range(0, rows, 1, 1).select(
-    (if (hot) when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1)
-    else col("id") % keys + 1).as("k"),
-    (col("id") / 7.0).as("v"))
+  private def onePartition(s: SparkSession, rows: Long, hot: Boolean, keys: Long = 0): DataFrame =
+    s.range(0, rows, 1, 1).select(
+      (if (hot) when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1)
+       else col("id") % keys + 1).as("k"),
+      (col("id") / 7.0).as("v"))
 
   private def flushingMetrics(d: Differential): Seq[Map[String, Long]] =
     for (adaptive <- Seq(false, true)) yield {
@@ -173,8 +212,11 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
     // first batch holds 4096 keys (5,851 rows), then 65,536 rows pass through and relearning
     // stops at 1024 keys (about 1,460 rows) instead of another 5,851.
     val capacity = SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096"
-    val hot = differential(s => onePartition(s, 200000, hot = true).repartition(col("k"))
-      .groupBy("k").agg(sum("v"), count(lit(1))), capacity)
+    val hot = differential(
+      s =>
+        onePartition(s, 200000, hot = true).repartition(col("k"))
+          .groupBy("k").agg(sum("v"), count(lit(1))),
+      capacity)
     assertRewritten(hot)
     for (m <- flushingMetrics(hot)) {
       assert(m("numLearnedRows") > 5851 && m("numLearnedRows") < 5851 + 2000, m)
@@ -182,8 +224,11 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
     }
     // 3000 keys in a cycle: no key repeats within the first quarter map, but the first batch
     // fills on, sees every key repeat and merges every row.
-    val cyclic = differential(s => onePartition(s, 60000, hot = false, keys = 3000)
-      .repartition(col("k")).groupBy("k").agg(sum("v")), capacity)
+    val cyclic = differential(
+      s =>
+        onePartition(s, 60000, hot = false, keys = 3000)
+          .repartition(col("k")).groupBy("k").agg(sum("v")),
+      capacity)
     for (m <- flushingMetrics(cyclic)) {
       assert(m("numPassedThrough") == 0 && m("numOutputRows") == 3000, m)
     }
@@ -192,8 +237,10 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
   test("without the hint: relearning that passes rows through again waits twice as long") {
     // A map of 64 keys and unique keys: every learning batch passes the rows after it through,
     // for 1024 rows, then 2048, ... up to 16384. At a fixed 1024 it would flush about 180 times.
-    val d = differential(s => onePartition(s, 100000, hot = false, keys = 1000000)
-      .repartition(col("k")).groupBy("k").agg(sum("v")),
+    val d = differential(
+      s =>
+        onePartition(s, 100000, hot = false, keys = 1000000)
+          .repartition(col("k")).groupBy("k").agg(sum("v")),
       SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "64")
     for (m <- flushingMetrics(d)) {
       assert(m("numFlushes") < 30 && m("numPassedThrough") > 99000, m)
@@ -206,8 +253,10 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
     // under 8 times its mean rows per key, but k = 0 holds about 30% of its rows: the (0, x)
     // stay in the map. The same when the repartition hashes an expression of k.
     for ((by, shown) <- Seq(col("k") -> "heavy by [k]", col("k") + 1 -> "heavy by [(k + ")) {
-      val d = differential(s => SkewTestData.hotKeySpreadOverX(s)
-        .repartition(by).groupBy("k", "x").agg(sum("v"), count(lit(1))),
+      val d = differential(
+        s =>
+          SkewTestData.hotKeySpreadOverX(s)
+            .repartition(by).groupBy("k", "x").agg(sum("v"), count(lit(1))),
         SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096")
       assertRewritten(d)
       for (adaptive <- Seq(false, true)) {
@@ -222,20 +271,26 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
   }
 
   test("without the hint: single and multiple DISTINCTs, subset keys") {
-    assertRewritten(differential(s => skewed(s).repartition(col("k")).groupBy("k")
-      .agg(countDistinct("i"), sum("v"))))
-    assertRewritten(differential(s => skewed(s).repartition(col("k")).groupBy("k")
-      .agg(countDistinct("i"), countDistinct("d"), max("v"))))
-    assertRewritten(differential(s => skewed(s).repartition(col("k")).groupBy("k", "i")
-      .agg(sum("v"))))
+    assertRewritten(differential(s =>
+      skewed(s).repartition(col("k")).groupBy("k")
+        .agg(countDistinct("i"), sum("v"))))
+    assertRewritten(differential(s =>
+      skewed(s).repartition(col("k")).groupBy("k")
+        .agg(countDistinct("i"), countDistinct("d"), max("v"))))
+    assertRewritten(differential(s =>
+      skewed(s).repartition(col("k")).groupBy("k", "i")
+        .agg(sum("v"))))
   }
 
   test("without the hint, left alone: holistic aggregates, localAggregate.enabled=false") {
-    assertUntouched(differential(s => skewed(s).repartition(col("k")).groupBy("k")
-      .agg(sum("v"), size(collect_list("i")))))
-    assertUntouched(differential(s => skewed(s).repartition(col("k")).groupBy("k").agg(sum("v")),
+    assertUntouched(differential(s =>
+      skewed(s).repartition(col("k")).groupBy("k")
+        .agg(sum("v"), size(collect_list("i")))))
+    assertUntouched(differential(
+      s => skewed(s).repartition(col("k")).groupBy("k").agg(sum("v")),
       SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false"))
-    assertUntouched(differential(s => skewed(s).repartition(col("k")).groupBy("k").agg(sum("v"))
-      .hint("no_skew_agg")))
+    assertUntouched(differential(s =>
+      skewed(s).repartition(col("k")).groupBy("k").agg(sum("v"))
+        .hint("no_skew_agg")))
   }
 }

@@ -2,8 +2,9 @@ package org.apache.spark.sql.skewagg.localagg
 
 import org.scalatest.funsuite.AnyFunSuite
 
-import org.apache.spark.sql.catalyst.expressions.{Add, AttributeReference, Cast, Divide, EvalMode,
-  Expression, Literal}
+import org.apache.spark.sql.catalyst.expressions.{
+  Add, AttributeReference, Cast, Divide, EvalMode, Expression, Literal
+}
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Complete, Sum}
 import org.apache.spark.sql.types.{DecimalType, DoubleType, IntegerType, LongType}
 
@@ -14,7 +15,8 @@ class RowFailuresSuite extends AnyFunSuite {
   private val d = AttributeReference("d", DecimalType(12, 2))()
 
   private def fails(input: Expression): Boolean =
-    RowFailures.of(AggregateExpression(Sum(input), Complete, isDistinct = false),
+    RowFailures.of(
+      AggregateExpression(Sum(input), Complete, isDistinct = false),
       trustUserCode = false).isDefined
 
   test("columns, floating point and decimal arithmetic, and constant divisors other than 0") {
@@ -23,7 +25,9 @@ class RowFailuresSuite extends AnyFunSuite {
     assert(!fails(Add(d, d, EvalMode.ANSI)))
     assert(!fails(Divide(x, Literal(100.0), EvalMode.ANSI)))
     assert(!fails(Divide(x, Literal(Double.NaN), EvalMode.ANSI)))
-    assert(!fails(Cast(Cast(l, IntegerType, evalMode = EvalMode.LEGACY), LongType,
+    assert(!fails(Cast(
+      Cast(l, IntegerType, evalMode = EvalMode.LEGACY),
+      LongType,
       evalMode = EvalMode.ANSI)))
   }
 

@@ -16,6 +16,7 @@ import org.apache.spark.sql.skewagg.SkewTestData.{holisticTable, percentilesOfV}
 class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
 
   private val Rows = 4000
+
   /** Key 0 holds over 40% of the rows (four average partitions of 8), keys 0 to 100 the rest. */
   private val oneHotKey: SparkSession => DataFrame =
     s => holisticTable(s, when(col("id") % 10 < 4, lit(0L)).otherwise(col("id") % 101), Rows)
@@ -38,8 +39,9 @@ class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
   }
 
   /** Runs the differential and returns, per adaptive mode, the operator of the skewagg run. */
-  private def splitRuns(query: SparkSession => DataFrame, conf: (String, String)*)
-      : Seq[HotKeySplitAggregateExec] = {
+  private def splitRuns(
+      query: SparkSession => DataFrame,
+      conf: (String, String)*): Seq[HotKeySplitAggregateExec] = {
     val d = differential(query, splitting ++ conf: _*)
     assert(d.rows.nonEmpty)
     Seq(false, true).map { adaptive =>
@@ -80,19 +82,24 @@ class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
   }
 
   test("several hot keys, one of them the null key") {
-    val input: SparkSession => DataFrame = s => holisticTable(s,
-      when(col("id") % 10 < 3, lit(0L)).when(col("id") % 10 < 6, lit(null).cast("long"))
-        .otherwise(col("id") % 31), Rows)
+    val input: SparkSession => DataFrame = s =>
+      holisticTable(
+        s,
+        when(col("id") % 10 < 3, lit(0L)).when(col("id") % 10 < 6, lit(null).cast("long"))
+          .otherwise(col("id") % 31),
+        Rows)
     splitRuns(view(input, s"$percentiles, count(*), avg(v)")).foreach(assertSplit(_, hotKeys = 2))
   }
 
   test("two grouping keys, below a global sort and a join") {
-    splitRuns(s => {
-      oneHotKey(s).createOrReplaceTempView("t")
-      s.sql("SELECT a.k, a.s, a.m, a.n, b.c FROM (SELECT k, s, median(v) AS m, count(*) AS n " +
-        "FROM t GROUP BY k, s) a JOIN (SELECT k, count(*) AS c FROM t GROUP BY k) b " +
-        "ON a.k = b.k ORDER BY a.k, a.s")
-    }, SQLConf.SHUFFLE_PARTITIONS.key -> "20").foreach { op =>
+    splitRuns(
+      s => {
+        oneHotKey(s).createOrReplaceTempView("t")
+        s.sql("SELECT a.k, a.s, a.m, a.n, b.c FROM (SELECT k, s, median(v) AS m, count(*) AS n " +
+          "FROM t GROUP BY k, s) a JOIN (SELECT k, count(*) AS c FROM t GROUP BY k) b " +
+          "ON a.k = b.k ORDER BY a.k, a.s")
+      },
+      SQLConf.SHUFFLE_PARTITIONS.key -> "20").foreach { op =>
       // Average partition 200 rows; (0, s) has about 330 for each of the 5 values of s.
       assert(op.metrics("hotKeys").value >= 2, op.metrics)
       assert(op.metrics("splits").value > op.metrics("hotKeys").value, op.metrics)
@@ -100,19 +107,22 @@ class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
   }
 
   test("a hot key whose values are all null") {
-    val input: SparkSession => DataFrame = s => oneHotKey(s)
-      .withColumn("v", when(col("k") === 0, lit(null).cast("double")).otherwise(col("v")))
-    val d = differential(view(input, "percentile(v, 0.5), median(v), count(*), count(v)"), splitting: _*)
+    val input: SparkSession => DataFrame = s =>
+      oneHotKey(s)
+        .withColumn("v", when(col("k") === 0, lit(null).cast("double")).otherwise(col("v")))
+    val d =
+      differential(view(input, "percentile(v, 0.5), median(v), count(*), count(v)"), splitting: _*)
     assert(d.rows.exists(r => r.getLong(0) == 0L && r.isNullAt(1) && r.getLong(3) > 1600L))
   }
 
   test("the median interpolated between two values held by two different splits") {
     // Key 0: 1.0 and 2.0, 800 of each; the median (ranks 799 and 800) is 1.5. Equal values
     // always meet in one split, so 1.0 and 2.0 are in two splits.
-    val input: SparkSession => DataFrame = s => s.range(0, Rows).select(
-      when(col("id") % 10 < 4, lit(0L)).otherwise(col("id") % 101).as("k"),
-      when(col("id") % 2 === 0, lit(1.0)).otherwise(lit(2.0)).as("v"),
-      (col("id") % 3).as("f"))
+    val input: SparkSession => DataFrame = s =>
+      s.range(0, Rows).select(
+        when(col("id") % 10 < 4, lit(0L)).otherwise(col("id") % 101).as("k"),
+        when(col("id") % 2 === 0, lit(1.0)).otherwise(lit(2.0)).as("v"),
+        (col("id") % 3).as("f"))
     val select = "median(v), percentile(v, array(0.5, 0.25)), " +
       "percentile_cont(0.5) WITHIN GROUP (ORDER BY v DESC), percentile(v, 0.5, f), sum(v)"
     val runs = splitRuns(view(input, select))
@@ -141,22 +151,27 @@ class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
   }
 
   test("a key below spark.skewagg.singleKey.split.minKeyRows is not split") {
-    val d = differential(view(oneHotKey, "median(v)"),
+    val d = differential(
+      view(oneHotKey, "median(v)"),
       SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key -> "2000")
     val op = splitOperator(d.plan(on = true, adaptive = false))
     assert(op.metrics("hotKeys").value == 0)
   }
 
   test("spark.skewagg.singleKey.split.maxSplits caps the splits of a key") {
-    val d = differential(view(oneHotKey, "median(v)"), splitting ++ Seq(
-      SkewAggConf.SINGLE_KEY_SPLIT_MAX_SPLITS.key -> "2", SQLConf.SHUFFLE_PARTITIONS.key -> "50"): _*)
+    val d = differential(
+      view(oneHotKey, "median(v)"),
+      splitting ++ Seq(
+        SkewAggConf.SINGLE_KEY_SPLIT_MAX_SPLITS.key -> "2",
+        SQLConf.SHUFFLE_PARTITIONS.key -> "50"): _*)
     val op = splitOperator(d.plan(on = true, adaptive = false))
     assert(op.metrics("hotKeys").value == 1 && op.metrics("splits").value == 2, op.metrics)
   }
 
   test("a negative frequency in a split hot key fails as in Spark") {
-    val input: SparkSession => DataFrame = s => oneHotKey(s)
-      .withColumn("f", when(col("k") === 0 && col("i") === 3, lit(-1L)).otherwise(lit(1L)))
+    val input: SparkSession => DataFrame = s =>
+      oneHotKey(s)
+        .withColumn("f", when(col("k") === 0 && col("i") === 3, lit(-1L)).otherwise(lit(1L)))
     for (on <- Seq(false, true)) {
       withSQLConf(splitting ++ Seq(SkewAggConf.ENABLED.key -> on.toString): _*) {
         val e = intercept[Exception](view(input, "percentile(v, 0.5, f)")(spark).collect())

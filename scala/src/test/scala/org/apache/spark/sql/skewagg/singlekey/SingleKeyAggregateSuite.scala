@@ -23,13 +23,15 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
 
   private val Rows = 4000
   private val inputs: Seq[(String, SparkSession => DataFrame)] = Seq(
-    "skewed" -> (s => holisticTable(s, when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") % 101), Rows)),
+    "skewed" -> (s =>
+      holisticTable(s, when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") % 101), Rows)),
     "uniform" -> (s => holisticTable(s, col("id") % 101, Rows)),
     "single key" -> (s => holisticTable(s, lit(3L), 1000)),
     "empty" -> (s => holisticTable(s, col("id") % 101, Rows).where(col("id") < 0)),
-    "all null" -> (s => holisticTable(s, col("id") % 7, 500)
-      .withColumn("v", lit(null).cast("double")).withColumn("i", lit(null).cast("int"))
-      .withColumn("d", lit(null).cast("decimal(12,3)")).withColumn("m", lit(null).cast("int"))))
+    "all null" -> (s =>
+      holisticTable(s, col("id") % 7, 500)
+        .withColumn("v", lit(null).cast("double")).withColumn("i", lit(null).cast("int"))
+        .withColumn("d", lit(null).cast("decimal(12,3)")).withColumn("m", lit(null).cast("int"))))
 
   /**
    * Every holistic function the operator computes, as SQL over the view `t`, one query per value
@@ -37,10 +39,18 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
    */
   private val functions: Seq[(String, String)] = Seq(
     "percentile, median, percentile_cont, percentile_disc, mode of a double, with others" ->
-      (percentilesOfV ++ Seq("mode() WITHIN GROUP (ORDER BY v)",
-      "percentile(v, 0.5) FILTER (WHERE i > 2)", "median(v) FILTER (WHERE i < 5)",
-      "sum(v)", "count(*)", "count(v)", "avg(i)", "max(s)", "sum(i) FILTER (WHERE i > 1)",
-      "array_sort(collect_list(i))", "array_sort(collect_set(s))")).mkString(", "),
+      (percentilesOfV ++ Seq(
+        "mode() WITHIN GROUP (ORDER BY v)",
+        "percentile(v, 0.5) FILTER (WHERE i > 2)",
+        "median(v) FILTER (WHERE i < 5)",
+        "sum(v)",
+        "count(*)",
+        "count(v)",
+        "avg(i)",
+        "max(s)",
+        "sum(i) FILTER (WHERE i > 1)",
+        "array_sort(collect_list(i))",
+        "array_sort(collect_set(s))")).mkString(", "),
     "percentile and mode of an int" -> ("percentile(i, 0.5), percentile(i, array(0.2, 0.8)), " +
       "mode() WITHIN GROUP (ORDER BY i), mode() WITHIN GROUP (ORDER BY i DESC), mode(i, true)"),
     "percentile of a decimal" -> "percentile(d, 0.5), percentile(d, array(0.1, 0.9)), median(d)",
@@ -57,8 +67,9 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
   private def singleKey(plan: SparkPlan): Seq[SparkPlan] =
     nodes[SingleKeyAggregateExec](plan) ++ nodes[HotKeySplitAggregateExec](plan)
 
-  private def onInput(input: SparkSession => DataFrame, query: SparkSession => DataFrame)
-      : SparkSession => DataFrame = s => {
+  private def onInput(
+      input: SparkSession => DataFrame,
+      query: SparkSession => DataFrame): SparkSession => DataFrame = s => {
     input(s).createOrReplaceTempView("t")
     query(s)
   }
@@ -80,8 +91,10 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
     // is Spark's own arithmetic on the same two values, so it must be equal bit for bit (Spark
     // 4.3 changed that arithmetic: PercentileInterpolation). Except the sign of a zero: where
     // -0.0 and 0.0 tie at a rank, Spark's pick depends on its hash map's order.
-    val query = onInput(inputs.head._2, sql("percentile(v, array(0.1, 0.37, 0.9)), " +
-      "median(v), percentile_cont(0.6) WITHIN GROUP (ORDER BY v DESC)"))
+    val query = onInput(
+      inputs.head._2,
+      sql("percentile(v, array(0.1, 0.37, 0.9)), " +
+        "median(v), percentile_cont(0.6) WITHIN GROUP (ORDER BY v DESC)"))
     val d = differential(query)
     assert(singleKey(d.plan(on = true, adaptive = true)).nonEmpty)
     val bits = for (on <- Seq(false, true)) yield {
@@ -93,14 +106,17 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
   }
 
   test("a computed grouping key and a DataFrame query") {
-    val d = differential(s => holisticTable(s, col("id") % 23, Rows)
-      .groupBy((col("k") % 5).as("g"), col("s"))
-      .agg(expr("percentile(v, 0.5)"), min("d")))
+    val d = differential(s =>
+      holisticTable(s, col("id") % 23, Rows)
+        .groupBy((col("k") % 5).as("g"), col("s"))
+        .agg(expr("percentile(v, 0.5)"), min("d")))
     assert(singleKey(d.plan(on = true, adaptive = true)).size == 1)
   }
 
   test("collect_list / collect_set alone, when spark.skewagg.singleKey.collect.enabled") {
-    val d = differential(onInput(inputs.head._2,
+    val d = differential(
+      onInput(
+        inputs.head._2,
         sql("array_sort(collect_list(v)), array_sort(collect_set(i)), count(*)")),
       SkewAggConf.SINGLE_KEY_COLLECT_ENABLED.key -> "true")
     for (adaptive <- Seq(false, true)) {
@@ -112,20 +128,27 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
   test("typed Aggregators alone, when spark.skewagg.singleKey.typedAggregate.enabled") {
     val typed = SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED.key
     val sumOfSquares = udaf(SumOfSquares)
-    val query = (s: SparkSession) => holisticTable(s, col("id") % 23, Rows).groupBy("k")
-      .agg(sumOfSquares(col("d").cast("double")), sumOfSquares(col("i").cast("double")),
-        count("v"), max("d"))
+    val query = (s: SparkSession) =>
+      holisticTable(s, col("id") % 23, Rows).groupBy("k")
+        .agg(
+          sumOfSquares(col("d").cast("double")),
+          sumOfSquares(col("i").cast("double")),
+          count("v"),
+          max("d"))
     val on = differential(query, typed -> "true")
     for (adaptive <- Seq(false, true)) {
       val plan = nodes[SingleKeyAggregateExec](on.plan(on = true, adaptive))
       assert(plan.size == 1 && plan.head.sortValue.isEmpty, plan)
     }
     // Off by default; and a collect_list beside it still needs its own setting (list order).
-    val withCollect = (s: SparkSession) => holisticTable(s, col("id") % 23, Rows).groupBy("k")
-      .agg(sumOfSquares(col("i").cast("double")), size(collect_list("v")))
+    val withCollect = (s: SparkSession) =>
+      holisticTable(s, col("id") % 23, Rows).groupBy("k")
+        .agg(sumOfSquares(col("i").cast("double")), size(collect_list("v")))
     for ((q, settings) <- Seq(query -> Nil, withCollect -> Seq(typed -> "true"))) {
       val d = differential(q, settings: _*)
-      assert(singleKey(d.plan(on = true, adaptive = true)).isEmpty, d.plan(on = true, adaptive = true))
+      assert(
+        singleKey(d.plan(on = true, adaptive = true)).isEmpty,
+        d.plan(on = true, adaptive = true))
     }
   }
 
@@ -136,8 +159,9 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
       SkewAggConf.SINGLE_KEY_BUFFER_SPILL_ROWS.key -> "64")
     val d = differential(query, spill: _*)
     assert(singleKey(d.plan(on = true, adaptive = false)).size == 1)
-    withSQLConf(spill ++ Seq(SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false",
-        SQLConf.SHUFFLE_PARTITIONS.key -> "5"): _*) {
+    withSQLConf(spill ++ Seq(
+      SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false",
+      SQLConf.SHUFFLE_PARTITIONS.key -> "5"): _*) {
       val df = query(spark)
       val rows = df.collect()
       val op = singleKey(executedPlan(df)).head
@@ -160,8 +184,9 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
   }
 
   test("a negative frequency fails as in Spark") {
-    val input: SparkSession => DataFrame = s => holisticTable(s, col("id") % 5, 100)
-      .withColumn("f", when(col("k") === 2 && col("i") === 3, lit(-1L)).otherwise(lit(1L)))
+    val input: SparkSession => DataFrame = s =>
+      holisticTable(s, col("id") % 5, 100)
+        .withColumn("f", when(col("k") === 2 && col("i") === 3, lit(-1L)).otherwise(lit(1L)))
     for (on <- Seq(false, true)) {
       withSQLConf(SkewAggConf.ENABLED.key -> on.toString) {
         val df = onInput(input, sql("percentile(v, 0.5, f)"))(spark)
@@ -178,10 +203,12 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
     "two value columns" -> sql("percentile(v, 0.5), percentile(i, 0.5)"),
     "distinct" -> sql("percentile(v, 0.5), count(DISTINCT i)"),
     "no grouping key" -> (s => s.sql("SELECT percentile(v, 0.5) FROM t")),
-    "grouping sets" -> (s => s.sql(
-      "SELECT k, i, percentile(v, 0.5) FROM t GROUP BY GROUPING SETS ((k), (k, i))")),
-    "a collated string key" -> (s => s.sql("SELECT c, percentile(v, 0.5) FROM " +
-      "(SELECT collate(s, 'UTF8_LCASE') AS c, v FROM t) GROUP BY c")),
+    "grouping sets" -> (s =>
+      s.sql(
+        "SELECT k, i, percentile(v, 0.5) FROM t GROUP BY GROUPING SETS ((k), (k, i))")),
+    "a collated string key" -> (s =>
+      s.sql("SELECT c, percentile(v, 0.5) FROM " +
+        "(SELECT collate(s, 'UTF8_LCASE') AS c, v FROM t) GROUP BY c")),
     "NO_SKEW_AGG hint" ->
       (s => s.table("t").groupBy("k").agg(expr("percentile(v, 0.5)")).hint("no_skew_agg")))
 
@@ -210,7 +237,8 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
       val executed = StreamingTestSources.lastPlan(query)
       assert(singleKey(executed).isEmpty, executed)
       assert(nodes[BaseAggregateExec](executed).nonEmpty, executed)
-      val medians = spark.table("single_key_streaming").collect().map(r => r.getLong(0) -> r.getDouble(1)).toMap
+      val medians =
+        spark.table("single_key_streaming").collect().map(r => r.getLong(0) -> r.getDouble(1)).toMap
       assert(medians(0L) == 145.0)
     } finally {
       query.stop()

@@ -2,13 +2,16 @@ package org.apache.spark.sql.skewagg.skewsplit
 
 import org.scalatest.BeforeAndAfterAll
 
-import org.apache.spark.sql.execution.{FileSourceScanExec, UnionExec}
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, UnionExec}
 import org.apache.spark.sql.execution.aggregate.SortAggregateExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{Differential, PartialAggregates, SkewAggConf,
-  SkewAggLocalStageExec, SkewAggSuiteBase}
+import org.apache.spark.sql.skewagg.{
+  CheapExchanges, Differential, SkewAggConf, SkewAggDecisions, SkewAggLocalStageExec,
+  SkewAggSuiteBase
+}
+import org.apache.spark.sql.skewagg.SkewAggDecision.SwitchedOff
 import org.apache.spark.util.collection.BitSet
 
 import org.apache.spark.sql.skewagg.SkewTestData._
@@ -45,7 +48,7 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
       .map(_.optionalBucketSet.map(bucketsIn))
 
   private def cheapExchanges(d: Differential, on: Boolean, adaptive: Boolean): Int =
-    nodes[ShuffleExchangeLike](d.plan(on, adaptive)).count(PartialAggregates.isCheapExchange)
+    nodes[ShuffleExchangeLike](d.plan(on, adaptive)).count(CheapExchanges.isCheapExchange)
 
   /** The bucket holding key 0, the hot key of the skewed table. */
   private lazy val hotBucket: Int = spark.range(1).select(
@@ -60,41 +63,56 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
     assert(bucketedScans(d, on = false, adaptive) == 1)
     assert(unbucketedReads(d, adaptive) == Seq(Some(Seq(hotBucket))), plan)
     val Seq(bucketed) = nodes[FileSourceScanExec](plan).filter(_.bucketedScan)
-    assert(bucketed.optionalBucketSet.map(bucketsIn) ==
-      Some((0 until Buckets).filterNot(_ == hotBucket)), plan)
+    assert(
+      bucketed.optionalBucketSet.map(bucketsIn) ==
+        Some((0 until Buckets).filterNot(_ == hotBucket)),
+      plan)
     assert(nodes[UnionExec](plan).size == 1, plan)
     assert(cheapExchanges(d, on = true, adaptive) > cheapExchanges(d, on = false, adaptive))
   }
 
   test("skewed buckets: only the hot bucket is read unbucketed and its partials exchanged") {
-    assertHotBucketSplit(differential(s => s.table("bucketed_skewed").groupBy("k")
-      .agg(sum("v"), count(lit(1)), avg("d"), countDistinct("i")), bucketConf: _*))
+    assertHotBucketSplit(differential(
+      s =>
+        s.table("bucketed_skewed").groupBy("k")
+          .agg(sum("v"), count(lit(1)), avg("d"), countDistinct("i")),
+      bucketConf: _*))
   }
 
   test("sort-based aggregates: the hot bucket split, marked, and split once (fuzz seed 1, 135)") {
     // max of a string: no hash aggregate buffer, so Spark plans SortAggregate, whose partial
     // half reads the scan through a Sort. Factor 1.0: measured alone, the buckets that are not
     // skewed look skewed again, and must not be split a second time.
-    val d = differential(s => s.table("bucketed_skewed").groupBy("k")
-      .agg(max(col("i").cast("string")), count(lit(1))),
+    val d = differential(
+      s =>
+        s.table("bucketed_skewed").groupBy("k")
+          .agg(max(col("i").cast("string")), count(lit(1))),
       bucketConf :+ (SkewAggConf.SKEW_FACTOR.key -> "1.0"): _*)
     for (adaptive <- Seq(false, true)) {
       val plan = d.plan(on = true, adaptive)
       assert(nodes[SortAggregateExec](plan).nonEmpty, plan)
       assert(nodes[UnionExec](plan).size == 1, plan)
-      assert(nodes[SkewAggLocalStageExec](plan).map(_.rewrite)
-        .exists(_.startsWith("skewed buckets read unbucketed")), plan)
+      assert(
+        nodes[SkewAggLocalStageExec](plan).map(_.rewrite)
+          .exists(_.startsWith("skewed buckets read unbucketed")),
+        plan)
     }
   }
 
   test("grouping by the bucket key and another column, with a filter") {
-    assertHotBucketSplit(differential(s => s.table("bucketed_skewed").where(col("i") =!= 2)
-      .groupBy("k", "i").agg(sum("v")), bucketConf: _*))
+    assertHotBucketSplit(differential(
+      s =>
+        s.table("bucketed_skewed").where(col("i") =!= 2)
+          .groupBy("k", "i").agg(sum("v")),
+      bucketConf: _*))
   }
 
   test("a global aggregate above: the union feeds its existing exchange") {
-    val d = differential(s => s.table("bucketed_skewed").groupBy("k").agg(sum("v").as("s"))
-      .agg(count(lit(1)), sum("s")), bucketConf: _*)
+    val d = differential(
+      s =>
+        s.table("bucketed_skewed").groupBy("k").agg(sum("v").as("s"))
+          .agg(count(lit(1)), sum("s")),
+      bucketConf: _*)
     for (adaptive <- Seq(false, true)) {
       assert(unbucketedReads(d, adaptive) == Seq(Some(Seq(hotBucket))), d.plan(on = true, adaptive))
       assert(nodes[UnionExec](d.plan(on = true, adaptive)).size == 1)
@@ -104,8 +122,11 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
   test("a second aggregate on the bucket key above: only the lower one is split") {
     // Both rely on the bucketing; the union holds only the lower one's operators, and the upper
     // one gets an exchange of its own partials.
-    val d = differential(s => s.table("bucketed_skewed").groupBy("k").agg(sum("v").as("s"))
-      .groupBy("k").agg(max("s")), bucketConf: _*)
+    val d = differential(
+      s =>
+        s.table("bucketed_skewed").groupBy("k").agg(sum("v").as("s"))
+          .groupBy("k").agg(max("s")),
+      bucketConf: _*)
     for (adaptive <- Seq(false, true)) {
       assert(unbucketedReads(d, adaptive) == Seq(Some(Seq(hotBucket))), d.plan(on = true, adaptive))
       assert(cheapExchanges(d, on = true, adaptive) == 2)
@@ -113,19 +134,27 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
   }
 
   test("bucket pruning: the rewrite reads only the selected buckets") {
-    val d = differential(s => s.table("bucketed_skewed").where(col("k").isin(0L, 1L, 2L, 3L))
-      .groupBy("k").agg(sum("v")), bucketConf: _*)
+    val d = differential(
+      s =>
+        s.table("bucketed_skewed").where(col("k").isin(0L, 1L, 2L, 3L))
+          .groupBy("k").agg(sum("v")),
+      bucketConf: _*)
     for (adaptive <- Seq(false, true)) {
       val scans = nodes[FileSourceScanExec](d.plan(on = true, adaptive))
-      val pruned = nodes[FileSourceScanExec](d.plan(on = false, adaptive)).head.optionalBucketSet.get
-      assert(scans.forall(_.optionalBucketSet.forall(bucketsIn(_).forall(pruned.get))),
+      val pruned =
+        nodes[FileSourceScanExec](d.plan(on = false, adaptive)).head.optionalBucketSet.get
+      assert(
+        scans.forall(_.optionalBucketSet.forall(bucketsIn(_).forall(pruned.get))),
         d.plan(on = true, adaptive))
     }
   }
 
   test("the SKEW_AGG hint without skew: every bucket is read unbucketed, no union") {
-    val d = differential(s => s.table("bucketed_uniform").groupBy("k").agg(sum("v"))
-      .hint("skew_agg"), bucketConf: _*)
+    val d = differential(
+      s =>
+        s.table("bucketed_uniform").groupBy("k").agg(sum("v"))
+          .hint("skew_agg"),
+      bucketConf: _*)
     for (adaptive <- Seq(false, true)) {
       assert(unbucketedReads(d, adaptive).size == 1, d.plan(on = true, adaptive))
       assert(bucketedScans(d, on = true, adaptive) == 0)
@@ -135,8 +164,11 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
 
   test("left alone: the aggregate's bucketed partitioning feeds a join") {
     // The join on k reuses both sides' bucketing; a union would not keep it.
-    val d = differential(s => s.table("bucketed_skewed").groupBy("k").agg(sum("v").as("s"))
-      .join(s.table("bucketed_uniform").groupBy("k").agg(max("i").as("m")), "k"), bucketConf: _*)
+    val d = differential(
+      s =>
+        s.table("bucketed_skewed").groupBy("k").agg(sum("v").as("s"))
+          .join(s.table("bucketed_uniform").groupBy("k").agg(max("i").as("m")), "k"),
+      bucketConf: _*)
     for (adaptive <- Seq(false, true)) {
       assert(nodes[UnionExec](d.plan(on = true, adaptive)).isEmpty, d.plan(on = true, adaptive))
     }
@@ -144,7 +176,8 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
 
   test("uniform buckets: the bucketed plan is kept") {
     val d = differential(
-      s => s.table("bucketed_uniform").groupBy("k").agg(sum("v")), bucketConf: _*)
+      s => s.table("bucketed_uniform").groupBy("k").agg(sum("v")),
+      bucketConf: _*)
     for (adaptive <- Seq(false, true)) {
       assert(bucketedScans(d, on = true, adaptive) == 1)
       assert(shape(d.plan(on = true, adaptive)) == shape(d.plan(on = false, adaptive)))
@@ -152,7 +185,8 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
   }
 
   test("left alone below spark.skewagg.skew.minPartitionSize") {
-    val d = differential(s => s.table("bucketed_skewed").groupBy("k").agg(sum("v")),
+    val d = differential(
+      s => s.table("bucketed_skewed").groupBy("k").agg(sum("v")),
       bucketConf :+ (SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "1g"): _*)
     for (adaptive <- Seq(false, true)) {
       assert(bucketedScans(d, on = true, adaptive) == 1)
@@ -161,8 +195,18 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
   }
 
   test("left alone when spark.skewagg.bucketed.enabled is false") {
-    val d = differential(s => s.table("bucketed_skewed").groupBy("k").agg(sum("v")),
+    val d = differential(
+      s => s.table("bucketed_skewed").groupBy("k").agg(sum("v")),
       bucketConf :+ (SkewAggConf.BUCKETED_ENABLED.key -> "false"): _*)
-    for (adaptive <- Seq(false, true)) assert(bucketedScans(d, on = true, adaptive) == 1)
+    for (adaptive <- Seq(false, true)) {
+      assert(bucketedScans(d, on = true, adaptive) == 1)
+      // Recorded where the rule would have split, for the explanation.
+      val recorded = nodes[SparkPlan](d.plan(on = true, adaptive)).flatMap(SkewAggDecisions.of)
+      assert(
+        recorded.contains(SwitchedOff(
+          "no split read of the skewed buckets",
+          SkewAggConf.BUCKETED_ENABLED)),
+        recorded)
+    }
   }
 }

@@ -6,7 +6,7 @@ import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{Differential, PartialAggregates, SkewAggConf, SkewAggSuiteBase}
+import org.apache.spark.sql.skewagg.{CheapExchanges, Differential, SkewAggConf, SkewAggSuiteBase}
 
 import org.apache.spark.sql.skewagg.SkewTestData._
 
@@ -16,7 +16,7 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase {
     nodes[ShuffledJoin](d.plan(on, adaptive = true)).count(_.isSkewJoin)
 
   private def cheapExchanges(d: Differential, on: Boolean, adaptive: Boolean): Int =
-    nodes[ShuffleExchangeLike](d.plan(on, adaptive)).count(PartialAggregates.isCheapExchange)
+    nodes[ShuffleExchangeLike](d.plan(on, adaptive)).count(CheapExchanges.isCheapExchange)
 
   /**
    * Split (and, unless Spark already shuffles the partials, a cheap exchange added) with skewagg
@@ -41,50 +41,67 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase {
 
   /** Local aggregation before the join would remove the skew first: these tests turn it off. */
   private def run(query: SparkSession => DataFrame, extra: (String, String)*): Differential =
-    differential(query, conf ++ Seq(SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false") ++
-      extra: _*)
+    differential(
+      query,
+      conf ++ Seq(SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false") ++
+        extra: _*)
 
   test("with local aggregation on: split where it cannot apply (aggregates read both sides)") {
-    assertSplit(differential(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-      .agg(sum(col("v") * col("attr")), max("i")), conf: _*))
+    assertSplit(differential(
+      s =>
+        fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+          .agg(sum(col("v") * col("attr")), max("i")),
+      conf: _*))
   }
 
   test("join on the key, then groupBy the key: skewed partition split, partials exchanged") {
-    assertSplit(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-      .agg(sum("v"), count(lit(1)), avg("d"), max("i"))))
+    assertSplit(run(s =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+        .agg(sum("v"), count(lit(1)), avg("d"), max("i"))))
   }
 
   test("grouping by a column of the other side as well") {
-    assertSplit(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k", "attr")
-      .agg(sum("v"))))
+    assertSplit(run(s =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("k", "attr")
+        .agg(sum("v"))))
   }
 
   test("single and multiple DISTINCT aggregates above the join") {
-    assertSplit(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-      .agg(countDistinct("i"), sum("v"))))
+    assertSplit(run(s =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+        .agg(countDistinct("i"), sum("v"))))
     // Multiple DISTINCTs: Spark already shuffles the Expand's partials; only the split is new.
-    assertSplit(run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-      .agg(countDistinct("i"), countDistinct("d"))), addsExchange = false)
+    assertSplit(
+      run(s =>
+        fact(s, skewed = true).join(dim(s), "k").groupBy("k")
+          .agg(countDistinct("i"), countDistinct("d"))),
+      addsExchange = false)
   }
 
   test("left outer, right outer and left semi joins that keep the skewed side splittable") {
-    assertSplit(run(s => fact(s, skewed = true).join(dim(s), Seq("k"), "left_outer")
-      .groupBy("k").agg(sum("v"))))
-    assertSplit(run(s => dim(s).join(fact(s, skewed = true), Seq("k"), "right_outer")
-      .groupBy("k").agg(sum("v"))))
-    assertSplit(run(s => fact(s, skewed = true).join(dim(s), Seq("k"), "left_semi")
-      .groupBy("k").agg(sum("v"))))
+    assertSplit(run(s =>
+      fact(s, skewed = true).join(dim(s), Seq("k"), "left_outer")
+        .groupBy("k").agg(sum("v"))))
+    assertSplit(run(s =>
+      dim(s).join(fact(s, skewed = true), Seq("k"), "right_outer")
+        .groupBy("k").agg(sum("v"))))
+    assertSplit(run(s =>
+      fact(s, skewed = true).join(dim(s), Seq("k"), "left_semi")
+        .groupBy("k").agg(sum("v"))))
   }
 
   test("shuffled hash join") {
-    assertSplit(run(
-      s => fact(s, skewed = true).join(dim(s).hint("shuffle_hash"), "k").groupBy("k").agg(sum("v"))))
+    assertSplit(run(s =>
+      fact(s, skewed = true).join(dim(s).hint("shuffle_hash"), "k").groupBy("k").agg(sum("v"))))
   }
 
   test("uniform data: no partition is skewed, the plan is vanilla's") {
     val d = run(s => fact(s, skewed = false).join(dim(s), "k").groupBy("k").agg(sum("v")))
     assertNoSplit(d)
-    assert(cheapExchanges(d, on = true, adaptive = true) == cheapExchanges(d, on = false, adaptive = true))
+    assert(cheapExchanges(d, on = true, adaptive = true) == cheapExchanges(
+      d,
+      on = false,
+      adaptive = true))
   }
 
   test("left alone with Spark's default cost model, which would reject the exchange") {
@@ -103,7 +120,7 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase {
   private def partialResultReads(d: Differential): Seq[(Int, Int)] =
     nodes[AQEShuffleReadExec](d.plan(on = true, adaptive = true)).collect {
       case r @ AQEShuffleReadExec(s: ShuffleQueryStageExec, _)
-          if PartialAggregates.isCheapExchange(s.shuffle) && r.isCoalescedRead =>
+          if CheapExchanges.isCheapExchange(s.shuffle) && r.isCoalescedRead =>
         (r.partitionSpecs.size, s.shuffle.numPartitions)
     }
 

@@ -1,11 +1,14 @@
 package org.apache.spark.sql.skewagg.skewsplit
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
-import org.apache.spark.sql.execution.exchange.{REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeLike}
+import org.apache.spark.sql.execution.exchange.{
+  REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeLike
+}
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{Differential, PartialAggregates, SkewAggConf,
-  SkewAggLocalStageExec, SkewAggSuiteBase}
+import org.apache.spark.sql.skewagg.{
+  CheapExchanges, Differential, SkewAggConf, SkewAggLocalStageExec, SkewAggSuiteBase
+}
 
 import org.apache.spark.sql.skewagg.SkewTestData._
 
@@ -13,12 +16,16 @@ import org.apache.spark.sql.skewagg.SkewTestData._
 class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
 
   /** The flushing partial aggregate before the user's shuffle would remove the skew first. */
-  private def run(query: SparkSession => DataFrame): Differential = differential(query,
+  private def run(query: SparkSession => DataFrame): Differential = differential(
+    query,
     conf :+ (SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false"): _*)
 
   test("by default: split where the flushing aggregate does not apply (holistic functions)") {
-    val d = differential(s => fact(s, skewed = true).repartition(col("k")).groupBy("k")
-      .agg(sum("v"), sort_array(collect_list("i"))), conf: _*)
+    val d = differential(
+      s =>
+        fact(s, skewed = true).repartition(col("k")).groupBy("k")
+          .agg(sum("v"), sort_array(collect_list("i"))),
+      conf: _*)
     assert(splitMarkers(d, adaptive = true).size == 1, d.plan(on = true, adaptive = true))
   }
 
@@ -27,15 +34,18 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
       .filter(_.rewrite.startsWith("skewed repartition read in splits"))
 
   /** A user-origin exchange whose input is a partial aggregate: the re-exchange of partials. */
-  private def userExchangesOfPartials(d: Differential, adaptive: Boolean): Seq[ShuffleExchangeLike] =
+  private def userExchangesOfPartials(
+      d: Differential,
+      adaptive: Boolean): Seq[ShuffleExchangeLike] =
     nodes[ShuffleExchangeLike](d.plan(on = true, adaptive)).filter { e =>
       (e.shuffleOrigin == REPARTITION_BY_COL || e.shuffleOrigin == REPARTITION_BY_NUM) &&
-        PartialAggregates.isCheapExchange(e)
+      CheapExchanges.isCheapExchange(e)
     }
 
   test("skewed repartition(k): split reads, partials re-exchanged with the user's partitioning") {
-    val d = run(s => fact(s, skewed = true).repartition(col("k")).groupBy("k")
-      .agg(sum("v"), count(lit(1)), avg("d"), max("i")))
+    val d = run(s =>
+      fact(s, skewed = true).repartition(col("k")).groupBy("k")
+        .agg(sum("v"), count(lit(1)), avg("d"), max("i")))
     assert(splitMarkers(d, adaptive = true).size == 1, d.plan(on = true, adaptive = true))
     val reexchange = userExchangesOfPartials(d, adaptive = true)
     assert(reexchange.size == 1 && reexchange.head.shuffleOrigin == REPARTITION_BY_COL)
@@ -44,8 +54,9 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
   }
 
   test("repartition(n, k) keeps n partitions and its origin; DISTINCT above it") {
-    val d = run(s => fact(s, skewed = true).repartition(31, col("k")).groupBy("k")
-      .agg(countDistinct("i"), sum("v")))
+    val d = run(s =>
+      fact(s, skewed = true).repartition(31, col("k")).groupBy("k")
+        .agg(countDistinct("i"), sum("v")))
     assert(splitMarkers(d, adaptive = true).size == 1, d.plan(on = true, adaptive = true))
     val reexchange = userExchangesOfPartials(d, adaptive = true)
     assert(reexchange.map(e => (e.shuffleOrigin, e.outputPartitioning.numPartitions)) ==
@@ -53,21 +64,24 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
   }
 
   test("multiple DISTINCTs: the read is split, no exchange is added") {
-    val d = run(s => fact(s, skewed = true).repartition(col("k")).groupBy("k")
-      .agg(countDistinct("i"), countDistinct("d"), max("v")))
+    val d = run(s =>
+      fact(s, skewed = true).repartition(col("k")).groupBy("k")
+        .agg(countDistinct("i"), countDistinct("d"), max("v")))
     assert(splitMarkers(d, adaptive = true).size == 1, d.plan(on = true, adaptive = true))
     assert(nodes[ShuffleExchangeLike](d.plan(on = true, adaptive = true)).size ==
       nodes[ShuffleExchangeLike](d.plan(on = false, adaptive = true)).size)
   }
 
   test("DISTINCT with other aggregates over the flushing aggregate: the merge of keys and " +
-      "DISTINCT column right above the user's shuffle is not split (found by fuzzing)") {
+    "DISTINCT column right above the user's shuffle is not split (found by fuzzing)") {
     // A (k, w) pair repeats about twice, too little for the flushing aggregate: it passes the hot
     // key's rows through and the user's shuffle stays skewed. Above it Spark merges the partials
     // of each (k, w), then counts w once per row: split reads of that merge counted some twice.
     for (adaptiveCoalesce <- Seq("false", "true")) {
-      val d = differential(s => fact(s, skewed = true).withColumn("w", (col("v") * 7) % 3000)
-        .repartition(col("k")).groupBy("k").agg(countDistinct("w"), sum("d"), variance("i")),
+      val d = differential(
+        s =>
+          fact(s, skewed = true).withColumn("w", (col("v") * 7) % 3000)
+            .repartition(col("k")).groupBy("k").agg(countDistinct("w"), sum("d"), variance("i")),
         conf :+ (SQLConf.COALESCE_PARTITIONS_ENABLED.key -> adaptiveCoalesce): _*)
       assert(splitMarkers(d, adaptive = true).isEmpty, d.plan(on = true, adaptive = true))
       assert(flushing(d, adaptive = true).nonEmpty)
@@ -80,9 +94,15 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
   }
 
   test("left alone: repartition on a column that is not a grouping key, NO_SKEW_AGG") {
-    assert(splitMarkers(run(s => fact(s, skewed = true).repartition(col("i")).groupBy("k")
-      .agg(sum("v"))), adaptive = true).isEmpty)
-    assert(splitMarkers(run(s => fact(s, skewed = true).repartition(col("k")).groupBy("k")
-      .agg(sum("v")).hint("no_skew_agg")), adaptive = true).isEmpty)
+    assert(splitMarkers(
+      run(s =>
+        fact(s, skewed = true).repartition(col("i")).groupBy("k")
+          .agg(sum("v"))),
+      adaptive = true).isEmpty)
+    assert(splitMarkers(
+      run(s =>
+        fact(s, skewed = true).repartition(col("k")).groupBy("k")
+          .agg(sum("v")).hint("no_skew_agg")),
+      adaptive = true).isEmpty)
   }
 }

@@ -1,0 +1,89 @@
+package org.apache.spark.sql.skewagg
+
+import org.apache.spark.internal.config.ConfigEntry
+import org.apache.spark.sql.internal.SQLConf
+
+/**
+ * What a skewagg rule decided about one aggregate, recorded where it decided
+ * ([[SkewAggDecisions.record]]) and printed, never re-derived, by the explanation. Each kind says
+ * what the rule saw: the numbers it rewrote on, the switch that stopped it, or why it refused.
+ */
+sealed trait SkewAggDecision {
+
+  /** One line of the explanation, e.g. "left alone by ...: switched off (KEY=false)." */
+  def text: String
+}
+
+object SkewAggDecision {
+
+  /** Rewritten by `rewrite`, with the numbers it decided on. */
+  final case class Rewritten(rewrite: String) extends SkewAggDecision {
+    override def text: String = s"rewritten: $rewrite"
+  }
+
+  /**
+   * A rewrite that would have applied here, stopped by its switch `key` being false; `notDone`
+   * says what did not happen ("no local aggregation before the join").
+   */
+  final case class SwitchedOff(notDone: String, key: String) extends SkewAggDecision {
+    override def text: String = s"$notDone: switched off ($key=false)."
+  }
+
+  object SwitchedOff {
+    def apply(notDone: String, entry: ConfigEntry[Boolean]): SwitchedOff =
+      SwitchedOff(notDone, entry.key)
+  }
+
+  /**
+   * Looked at and found not skewed by skewagg's thresholds: in `where` (e.g. "the join's input
+   * shuffles below"), the largest partition `largestId` of `largest` bytes against the median,
+   * under the `floor` (`spark.skewagg.skew.minPartitionSize`) or not more than `factor` times
+   * the median (`spark.skewagg.skew.factor`).
+   */
+  final case class NotSkewed(
+      where: String,
+      largestId: Int,
+      largest: Long,
+      median: Long,
+      floor: Long,
+      factor: Double)
+      extends SkewAggDecision {
+    override def text: String = {
+      val ratio = if (median > 0) f"${largest.toDouble / median}%.1fx" else "n/a x"
+      val why = if (largest <= floor) {
+        s"below the ${SkewAggLocalStageExec.bytes(floor)} floor " +
+          s"(${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key})"
+      } else {
+        s"not more than ${factor}x the median (${SkewAggConf.SKEW_FACTOR.key})"
+      }
+      s"not skewed: in $where, the largest partition ($largestId) is " +
+        s"${SkewAggLocalStageExec.bytes(largest)}, $ratio the median " +
+        s"${SkewAggLocalStageExec.bytes(median)}: $why."
+    }
+  }
+
+  object NotSkewed {
+
+    /** What `conf`'s skew test found in partitions of `sizes` (none of them skewed). */
+    def of(where: String, sizes: Array[Long], conf: SQLConf): NotSkewed = {
+      val largest = if (sizes.isEmpty) 0 else sizes.indices.maxBy(sizes(_))
+      NotSkewed(
+        where,
+        largest,
+        if (sizes.isEmpty) 0L else sizes(largest),
+        SkewedPartitions.find(sizes, conf).medianSize,
+        conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE),
+        conf.getConf(SkewAggConf.SKEW_FACTOR))
+    }
+  }
+
+  /** Refused for `reason`, a sentence that says what would make the rule go ahead if anything. */
+  final case class Refused(reason: String) extends SkewAggDecision {
+    override def text: String = s"left alone: $reason"
+  }
+
+  /** Part of a rewrite not done (e.g. hot keys not split), beside the rewrite that was done. */
+  final case class NotDone(part: String, reason: String) extends SkewAggDecision {
+    override def text: String = s"$part: $reason"
+  }
+}
