@@ -76,6 +76,7 @@ object PythonBridge {
       s""""factor":${conf.getConf(SkewAggConf.SKEW_FACTOR)},""" +
       s""""floor":${conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)},""" +
       s""""split":${SkewedPartitions.splitSize(bytes, skew, conf)},""" +
+      s""""slots":${skew.slots},"total":${skew.total},""" +
       s""""skewed":[${skewed.mkString(",")}]}"""
   }
 

@@ -177,6 +177,18 @@ object SkewAggConf {
       .bytesAtLeast(0)
       .createWithDefaultString("16MB"))
 
+  val SKEW_TASK_SLOTS: ConfigEntry[Int] = listed(
+    buildConf("spark.skewagg.skew.taskSlots")
+      .doc("The task slots a split is planned for; 0 (the default) means the application's, " +
+        "as the running SparkContext reports them (executors x cores per executor / cpus per " +
+        "task). A partition is split only when it is larger than spark.skewagg.skew.factor " +
+        "times the per-slot share of its stage (the stage's total / slots): on 2 slots a " +
+        "partition holding 30% of the stage is shorter than an even share and is left alone; " +
+        "on 64 it is 19 times that share. Set it to plan for a bigger cluster than this one.")
+      .version("0.1.0")
+      .intAtLeast(0)
+      .createWithDefault(0))
+
   val SKEW_MIN_SPLIT_SIZE: ConfigEntry[Long] = listed(
     buildConf("spark.skewagg.skew.minSplitSize")
       .doc("A skewed shuffle partition is split into pieces of about the average size of the " +

@@ -36,9 +36,10 @@ object SkewAggDecision {
 
   /**
    * Looked at and found not skewed by skewagg's thresholds: in `where` (e.g. "the join's input
-   * shuffles below"), the largest partition `largestId` of `largest` bytes against the median,
-   * under the `floor` (`spark.skewagg.skew.minPartitionSize`) or not more than `factor` times
-   * the median (`spark.skewagg.skew.factor`).
+   * shuffles below"), the largest partition `largestId` of `largest` bytes, under the `floor`
+   * (`spark.skewagg.skew.minPartitionSize`), or not more than `factor` times the median
+   * (`spark.skewagg.skew.factor`) or times the per-slot share on `slots` task slots
+   * ([[TaskSlots]]).
    */
   final case class NotSkewed(
       where: String,
@@ -46,13 +47,18 @@ object SkewAggDecision {
       largest: Long,
       median: Long,
       floor: Long,
-      factor: Double)
+      factor: Double,
+      slots: Int,
+      slotShare: Long)
       extends SkewAggDecision {
     override def text: String = {
       val ratio = if (median > 0) f"${largest.toDouble / median}%.1fx" else "n/a x"
       val why = if (largest <= floor) {
         s"below the ${SkewAggLocalStageExec.bytes(floor)} floor " +
           s"(${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key})"
+      } else if (largest > factor * median) {
+        s"not more than ${factor}x the per-slot share ${SkewAggLocalStageExec.bytes(slotShare)} " +
+          s"on $slots task slots (${SkewAggConf.SKEW_TASK_SLOTS.key})"
       } else {
         s"not more than ${factor}x the median (${SkewAggConf.SKEW_FACTOR.key})"
       }
@@ -67,13 +73,16 @@ object SkewAggDecision {
     /** What `conf`'s skew test found in partitions of `sizes` (none of them skewed). */
     def of(where: String, sizes: Array[Long], conf: SQLConf): NotSkewed = {
       val largest = if (sizes.isEmpty) 0 else sizes.indices.maxBy(sizes(_))
+      val skew = SkewedPartitions.find(sizes, conf)
       NotSkewed(
         where,
         largest,
         if (sizes.isEmpty) 0L else sizes(largest),
-        SkewedPartitions.find(sizes, conf).medianSize,
+        skew.medianSize,
         conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE),
-        conf.getConf(SkewAggConf.SKEW_FACTOR))
+        conf.getConf(SkewAggConf.SKEW_FACTOR),
+        skew.slots,
+        skew.slotShare)
     }
   }
 

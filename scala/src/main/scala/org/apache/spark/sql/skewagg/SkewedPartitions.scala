@@ -3,30 +3,51 @@ package org.apache.spark.sql.skewagg
 import org.apache.spark.sql.internal.SQLConf
 
 /**
- * Which partitions of a shuffle are skewed: larger than `spark.skewagg.skew.factor` times the
- * median partition and than `spark.skewagg.skew.minPartitionSize`.
+ * Which partitions of a shuffle (or bucketed scan) are skewed: larger than
+ * `spark.skewagg.skew.minPartitionSize`, than `spark.skewagg.skew.factor` times the median
+ * partition, and than that factor times the per-slot share of the whole (`total / slots`,
+ * [[TaskSlots]]): splitting pays only where the hot partition outlasts an even share of the work
+ * on the slots that run it.
  */
-case class SkewedPartitions(medianSize: Long, threshold: Long, skewed: Seq[(Int, Long)]) {
+case class SkewedPartitions(
+    medianSize: Long,
+    threshold: Long,
+    skewed: Seq[(Int, Long)],
+    total: Long = 0L,
+    slots: Int = 1) {
   def nonEmpty: Boolean = skewed.nonEmpty
+
+  /** The even share of the whole per task slot. */
+  def slotShare: Long = total / math.max(slots, 1)
 }
 
 object SkewedPartitions {
-  def threshold(medianSize: Long, conf: SQLConf): Long =
+
+  /** The size above which a partition is skewed, given the median and the per-slot share. */
+  def threshold(medianSize: Long, slotShare: Long, conf: SQLConf): Long = {
+    val factor = conf.getConf(SkewAggConf.SKEW_FACTOR)
     math.max(
       conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE),
-      (medianSize * conf.getConf(SkewAggConf.SKEW_FACTOR)).toLong)
+      math.max((medianSize * factor).toLong, (slotShare * factor).toLong))
+  }
 
-  def find(sizes: Array[Long], conf: SQLConf): SkewedPartitions = {
-    if (sizes.isEmpty) return SkewedPartitions(0L, 0L, Nil)
+  def find(sizes: Array[Long], conf: SQLConf): SkewedPartitions =
+    find(sizes, conf, TaskSlots.of(conf))
+
+  def find(sizes: Array[Long], conf: SQLConf, slots: Int): SkewedPartitions = {
+    if (sizes.isEmpty) return SkewedPartitions(0L, 0L, Nil, 0L, slots)
     val sorted = sizes.sorted
     val median = sorted(sorted.length / 2)
-    val limit = threshold(median, conf)
+    val total = sizes.sum
+    val limit = threshold(median, total / math.max(slots, 1), conf)
     SkewedPartitions(
       median,
       limit,
       sizes.zipWithIndex.collect {
         case (size, i) if size > limit => (i, size)
-      }.toSeq)
+      }.toSeq,
+      total,
+      slots)
   }
 
   /**

@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
   FusedAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints,
-  SkewAggLocalStageExec, SkewedPartitions
+  SkewAggLocalStageExec, SkewedPartitions, TaskSlots
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, SwitchedOff}
 
@@ -151,9 +151,15 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     thresholds.setConf(
       SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR,
       conf.getConf(SkewAggConf.SKEW_FACTOR))
+    // Spark's threshold is max(this, factor x median) per side: this carries skewagg's floor and
+    // the per-slot share (SkewedPartitions) of the side with the smaller share, so that a side
+    // the candidate test found skewed is split.
+    val slots = math.max(TaskSlots.of(conf), 1)
+    val shares = joinBelow(partial.children.head).toSeq.flatMap(_.children)
+      .flatMap(joinInputSizes).map(_.sum / slots)
     thresholds.setConf(
       SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD,
-      conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
+      SkewedPartitions.threshold(0L, if (shares.isEmpty) 0L else shares.min, conf))
     // Spark splits into pieces of max(advisory size, average non-skewed partition).
     thresholds.setConf(
       SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES,

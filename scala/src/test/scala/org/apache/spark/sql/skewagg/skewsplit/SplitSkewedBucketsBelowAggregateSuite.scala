@@ -2,6 +2,7 @@ package org.apache.spark.sql.skewagg.skewsplit
 
 import org.scalatest.BeforeAndAfterAll
 
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, UnionExec}
 import org.apache.spark.sql.execution.aggregate.SortAggregateExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
@@ -207,6 +208,18 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
           "no split read of the skewed buckets",
           SkewAggConf.BUCKETED_ENABLED)),
         recorded)
+    }
+  }
+
+  test("task slots: the hot bucket split when planned for 64 slots, left alone on 2") {
+    val query = (s: SparkSession) => s.table("bucketed_skewed").groupBy("k").agg(sum("v"))
+    assertHotBucketSplit(differential(
+      query,
+      bucketConf :+ (SkewAggConf.SKEW_TASK_SLOTS.key -> "64"): _*))
+    val onTwo = differential(query, bucketConf :+ (SkewAggConf.SKEW_TASK_SLOTS.key -> "2"): _*)
+    for (adaptive <- Seq(false, true)) {
+      assert(unbucketedReads(onTwo, adaptive).isEmpty, onTwo.plan(on = true, adaptive))
+      assert(bucketedScans(onTwo, on = true, adaptive) == 1)
     }
   }
 }
