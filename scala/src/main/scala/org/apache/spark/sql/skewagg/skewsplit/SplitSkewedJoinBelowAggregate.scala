@@ -135,14 +135,8 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
   private def isSkewedStage(plan: SparkPlan): Boolean = skewOf(plan).isDefined
 
   /** The skewed partitions of a materialized join input stage, if it has any. */
-  private def skewOf(plan: SparkPlan): Option[SkewedPartitions] = plan match {
-    case s: SortExec => skewOf(s.child)
-    case s: ShuffleQueryStageExec
-        if s.isMaterialized && s.mapStats.isDefined &&
-          s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
-      Some(SkewedPartitions.find(s.mapStats.get.bytesByPartitionId, conf)).filter(_.nonEmpty)
-    case _ => None
-  }
+  private def skewOf(plan: SparkPlan): Option[SkewedPartitions] =
+    joinInputSizes(plan).map(SkewedPartitions.find(_, conf)).filter(_.nonEmpty)
 
   /** Spark's skew-join split of the join under `partial`, with skewagg's thresholds. */
   private def splitJoinBelow(partial: SparkPlan): SparkPlan = {
