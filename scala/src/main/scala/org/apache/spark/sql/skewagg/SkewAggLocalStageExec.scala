@@ -118,7 +118,8 @@ object SkewAggLocalStageExec {
           f"; ${100.0 * size / skew.total}%.0f%% of the stage, " +
             f"${size.toDouble / skew.slotShare}%.0fx the per-slot share on ${skew.slots} slots"
         } else ""
-      s"$what $id is ${bytes(size)}, $ratio the median ${bytes(skew.medianSize)}$share$more"
+      s"$what $id is ${skew.format(size)}, $ratio the median ${skew.format(skew.medianSize)}" +
+        s"$share$more"
     }.getOrElse(s"no skewed $what")
 
   def bytes(n: Long): String = org.apache.spark.util.Utils.bytesToString(n)
