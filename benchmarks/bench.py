@@ -10,9 +10,14 @@ and UNIFORM data, with these variants side by side in one session:
                  completely before the join (exact here because dim holds one row per key): the
                  fastest plan in the issue's measurements (0.62x vanilla's wall time), the
                  bar skewagg is measured against
-  skewagg        skewagg on
+  skewagg        skewagg on, splits planned for this machine's task slots (2: a hot partition
+                 of 30% is shorter than an even share of 50%, so nothing is split)
   skewagg+hint   skewagg on, and the aggregate hinted with SKEW_AGG (local aggregation before
                  a join needs that evidence)
+  skewagg@64     skewagg on, splits planned for 64 task slots (spark.skewagg.skew.taskSlots):
+                 what skewagg does on a cluster, run on this machine's 2 cores (its makespan@64
+                 is the number that counts; its wall time is a 2-core machine running a plan
+                 made for 64)
 
 (a variant a scenario has no query for, such as pre-aggregated without a join, is skipped)
 
@@ -58,7 +63,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "benchmarks.md"
 KEYS = 1_000_000
 SALTS = 16
-VARIANTS = ["vanilla", "forced-skew", "salted", "pre-aggregated", "skewagg", "skewagg+hint"]
+VARIANTS = ["vanilla", "forced-skew", "salted", "pre-aggregated", "skewagg", "skewagg+hint",
+            "skewagg@64"]
 # Variants that run a scenario's own query (the key in scenario_queries) instead of its "query".
 OWN_QUERY = {"salted": "salted", "pre-aggregated": "pre"}
 HOLISTIC = ("percentile", "collect-list", "high-cardinality")
@@ -89,6 +95,7 @@ VARIANT_CONF = {
     "pre-aggregated": {"spark.skewagg.enabled": "false"},
     "skewagg": {"spark.skewagg.enabled": "true"},
     "skewagg+hint": {"spark.skewagg.enabled": "true"},
+    "skewagg@64": {"spark.skewagg.enabled": "true", "spark.skewagg.skew.taskSlots": "64"},
     "skewagg+collect": {"spark.skewagg.enabled": "true",
                         "spark.skewagg.singleKey.collect.enabled": "true"},
 }
@@ -242,8 +249,8 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
         return (lines.join(orders, ["k", "j"]).groupBy("k", "j", "attr")
                 .agg(F.sum(F.col("v") * (1 - F.col("i") / 100)).alias("s")))
 
-    holistic = ["vanilla", "skewagg"]
-    plain = ["vanilla", "skewagg", "skewagg+hint"]
+    holistic = ["vanilla", "skewagg", "skewagg@64"]
+    plain = ["vanilla", "skewagg", "skewagg+hint", "skewagg@64"]
     return {
         "percentile": {"query": percentile, "variants": holistic},
         "collect-list": {"query": collect_list, "variants": holistic + ["skewagg+collect"]},
@@ -356,6 +363,7 @@ def main(argv: List[str] | None = None) -> int:
                 last = runs[variant][-1]
                 entry = {
                     "line": line, "scenario": scenario, "data": data, "variant": variant,
+                    "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     "wall_s": statistics.median(r["wall_s"] for r in runs[variant]),
                     "wall_s_runs": [round(r["wall_s"], 3) for r in runs[variant]],
                     "equal_to_vanilla": all(same_result(r["checksum"], reference)
@@ -380,12 +388,53 @@ def main(argv: List[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     suffix = "" if section == "local-global" else f"-{section}"
     out = RESULTS / f"bench-rows{args.rows}{suffix}-spark{line}.json"
+    if out.exists():
+        report = merged(json.loads(out.read_text()), report, scenarios)
     out.write_text(json.dumps(report, indent=1) + "\n")
     text = (render(report) if section == "local-global" else render_holistic(report)) \
         + render_lines(report, suffix)
     DOC.write_text(with_section(DOC.read_text() if DOC.exists() else "", section, text))
     print(f"wrote {out.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
     return 0 if all(r["equal_to_vanilla"] for r in results) else 1
+
+
+def merged(previous: dict, report: dict, scenarios: List[str]) -> dict:
+    """`report` holding, besides its own scenarios, the rows of `previous` (the last report of
+    this line and size) for the scenarios it did not run, each row with the time it was
+    measured, so a run of some scenarios replaces only theirs."""
+    if previous.get("rows") != report["rows"]:
+        return report
+    kept = [{"when": previous["when"], **r} for r in previous["results"]
+            if r["scenario"] not in scenarios]
+    order = list(dict.fromkeys([r["scenario"] for r in previous["results"]] + scenarios))
+    results = sorted(kept + report["results"], key=lambda r: order.index(r["scenario"]))
+    return {**report, "results": results}
+
+
+def before_task_slots(rows: List[dict]) -> str:
+    """A note naming the scenarios measured before splits were planned for task slots (no
+    skewagg@64 row): their skewagg split hot partitions whatever the slots, as skewagg@64 does."""
+    with_64 = {r["scenario"] for r in rows if r["variant"] == "skewagg@64"}
+    older = list(dict.fromkeys(r["scenario"] for r in rows if r["scenario"] not in with_64))
+    if not older:
+        return ""
+    return (" Scenarios without a skewagg@64 row (" + ", ".join(older) + ") were measured "
+            "before splits were planned for task slots: their skewagg split hot partitions "
+            "whatever the slots, as skewagg@64 does.")
+
+
+def measured(report: dict) -> str:
+    """When the report's rows were measured: one time, or when each scenario's run started."""
+    started: Dict[str, str] = {}
+    for r in report["results"]:
+        when = r.get("when", report["when"])[:16]
+        started[r["scenario"]] = min(started.get(r["scenario"], when), when)
+    times: Dict[str, List[str]] = {}
+    for scenario, when in started.items():
+        times.setdefault(when, []).append(scenario)
+    if len(times) < 2:
+        return f"Measured {report['when']}"
+    return "Measured " + "; ".join(f"{', '.join(s)} from {w}" for w, s in sorted(times.items()))
 
 
 def with_section(doc: str, section: str, text: str) -> str:
@@ -415,7 +464,7 @@ def render_holistic(report: dict) -> str:
         "<!-- Written by `benchmarks/bench.py --scenarios percentile,collect-list,"
         "high-cardinality`; do not edit by hand. -->",
         "",
-        f"Measured {report['when']} on {report['machine']} (2 cores, driver memory "
+        f"{measured(report)} on {report['machine']} (2 cores, driver memory "
         f"{report.get('driver_memory', '?')}{heap(report)}), {report['rows']:,} fact rows "
         "(high-cardinality: "
         f"{2 * report['rows']:,} rows over {report['rows']:,} possible keys), median wall time of "
@@ -477,7 +526,7 @@ def render(report: dict) -> str:
         "",
         "<!-- Written by `make bench` (benchmarks/bench.py); do not edit by hand. -->",
         "",
-        f"Measured {report['when']} on {report['machine']} (2 cores), "
+        f"{measured(report)} on {report['machine']} (2 cores), "
         f"{report['rows']:,} fact rows, median wall time of {report['repeats']} runs per "
         "variant, variants alternating within each repeat (order rotated between repeats, "
         f"a JVM GC before each run{heap(report)}). SKEWED: key 0 holds 30% of the "
@@ -487,8 +536,12 @@ def render(report: dict) -> str:
         "Variants (benchmarks/bench.py): vanilla (skewagg off); forced-skew (Spark's skew join "
         "forced, 16MB floor); salted (the query salted by hand, 16 salts); pre-aggregated (the "
         "join queries rewritten by hand to aggregate the fact table completely before the join, "
-        "exact because dim holds one row per key: the issue's fastest plan); skewagg; "
-        "skewagg+hint (the aggregate hinted `SKEW_AGG`).",
+        "exact because dim holds one row per key: the issue's fastest plan); skewagg (splits "
+        "planned for this machine's 2 task slots, where no hot partition of 30% outlasts an "
+        "even share); skewagg+hint (the aggregate hinted `SKEW_AGG`); skewagg@64 (splits "
+        "planned for 64 task slots, `spark.skewagg.skew.taskSlots=64`: its makespan@64 is what "
+        "a 64-slot cluster would see, its wall time is this 2-core machine running a plan made "
+        "for 64)." + before_task_slots(rows),
         "",
         "vs vanilla: the ratio of the medians, then in brackets the lowest and highest ratio "
         "within one repeat.",

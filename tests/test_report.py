@@ -125,18 +125,22 @@ def test_the_python_skew_test_is_the_rules_own(spark: SparkSession) -> None:
     from skewagg._bridge import bridge
     from skewagg.report import (
         DEFAULT_SKEW_FACTOR, DEFAULT_SKEW_FLOOR, DEFAULT_SPLIT_SIZE, SKEW_FACTOR_KEY,
-        SKEW_FLOOR_KEY, SPLIT_SIZE_KEY, python_skew_verdict, skew_verdict)
+        DEFAULT_TASK_SLOTS, SKEW_FLOOR_KEY, SPLIT_SIZE_KEY, TASK_SLOTS_KEY, python_skew_verdict,
+        skew_verdict)
 
     jvm = bridge(spark)
     assert parse_bytes(str(jvm.defaultOf(SKEW_FLOOR_KEY))) == parse_bytes(DEFAULT_SKEW_FLOOR)
     assert parse_bytes(str(jvm.defaultOf(SPLIT_SIZE_KEY))) == parse_bytes(DEFAULT_SPLIT_SIZE)
     assert float(str(jvm.defaultOf(SKEW_FACTOR_KEY))) == float(DEFAULT_SKEW_FACTOR)
+    assert int(str(jvm.defaultOf(TASK_SLOTS_KEY))) == int(DEFAULT_TASK_SLOTS)
     samples = [[], [0], [5, 5, 5, 5], [1, 2, 3, 400, 5], [10, 10, 900, 10, 800, 10],
                [3 << 30, 1, 1, 1], list(range(0, 2000, 7))]
-    saved = {k: spark.conf.get(k, None) for k in (SKEW_FLOOR_KEY, SKEW_FACTOR_KEY)}
+    saved = {k: spark.conf.get(k, None) for k in (SKEW_FLOOR_KEY, SKEW_FACTOR_KEY, TASK_SLOTS_KEY)}
     try:
-        for floor, factor in (("0b", "1.0"), ("100b", "2.5"), (None, None)):
-            for key, value in ((SKEW_FLOOR_KEY, floor), (SKEW_FACTOR_KEY, factor)):
+        for floor, factor, slots in (("0b", "1.0", "64"), ("100b", "2.5", "2"), ("0b", "2.5", "0"),
+                                     (None, None, None)):
+            for key, value in ((SKEW_FLOOR_KEY, floor), (SKEW_FACTOR_KEY, factor),
+                               (TASK_SLOTS_KEY, slots)):
                 spark.conf.unset(key) if value is None else spark.conf.set(key, value)
             for sizes in samples:
                 assert skew_verdict(spark, sizes) == python_skew_verdict(spark, sizes), sizes

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 SKEW_FACTOR_KEY = "spark.skewagg.skew.factor"
 SKEW_FLOOR_KEY = "spark.skewagg.skew.minPartitionSize"
 SPLIT_SIZE_KEY = "spark.skewagg.skew.minSplitSize"
+TASK_SLOTS_KEY = "spark.skewagg.skew.taskSlots"
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}
@@ -86,6 +87,8 @@ class SkewVerdict:
     factor: float
     floor_bytes: int
     split_bytes: int
+    slots: int = 1
+    total_bytes: int = 0
 
     @property
     def skewed(self) -> bool:
@@ -95,8 +98,12 @@ class SkewVerdict:
         pid, size = largest
         ratio = f"{size / self.median_bytes:.0f}x" if self.median_bytes else "many times"
         if not self.skewed:
+            share = self.total_bytes // max(1, self.slots)
             if size <= self.floor_bytes:
                 why = f"below the {format_bytes(self.floor_bytes)} floor ({SKEW_FLOOR_KEY})"
+            elif size > self.factor * self.median_bytes:
+                why = (f"not more than {self.factor:g}x the per-slot share "
+                       f"{format_bytes(share)} on {self.slots} slots ({TASK_SLOTS_KEY})")
             else:
                 why = f"not more than {self.factor:g}x the median ({SKEW_FACTOR_KEY})"
             return (f"not skewed: largest partition {pid} is about {format_bytes(size)}, "
@@ -107,8 +114,9 @@ class SkewVerdict:
         more = len(self.skewed_partitions) - 1
         others = f" (and {more} more skewed partition{'s' if more > 1 else ''})" if more else ""
         return (f"skewed: partition {pid} is about {format_bytes(size)}, {ratio} the median "
-                f"{format_bytes(self.median_bytes)}{others}, over {self.factor:g}x the median and "
-                f"the {format_bytes(self.floor_bytes)} floor. When these keys reach the "
+                f"{format_bytes(self.median_bytes)}{others}, over {self.factor:g}x the median, "
+                f"{self.factor:g}x the per-slot share on {self.slots} slots and the "
+                f"{format_bytes(self.floor_bytes)} floor. When these keys reach the "
                 f"aggregate through a shuffle that holds whole rows (a join or repartition on "
                 f"them), skewagg (adaptive execution) splits that partition into up to "
                 f"{pieces} pieces of about {format_bytes(self.split_bytes)} and exchanges the "
@@ -351,6 +359,7 @@ def _conf(spark: "SparkSession", key: str, default: str) -> str:
 DEFAULT_SKEW_FACTOR = "5.0"
 DEFAULT_SKEW_FLOOR = "16MB"
 DEFAULT_SPLIT_SIZE = "1MB"
+DEFAULT_TASK_SLOTS = "0"
 
 
 def skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewVerdict:
@@ -363,7 +372,7 @@ def skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewV
     found = json.loads(str(bridge(spark).skewTest(spark._jsparkSession, list(partition_bytes))))
     return SkewVerdict([(int(i), int(b)) for i, b in found["skewed"]], int(found["median"]),
                        int(found["threshold"]), float(found["factor"]), int(found["floor"]),
-                       int(found["split"]))
+                       int(found["split"]), int(found["slots"]), int(found["total"]))
 
 
 def python_skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewVerdict:
@@ -372,15 +381,26 @@ def python_skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -
     factor = float(_conf(spark, SKEW_FACTOR_KEY, DEFAULT_SKEW_FACTOR))
     floor = parse_bytes(_conf(spark, SKEW_FLOOR_KEY, DEFAULT_SKEW_FLOOR))
     split = parse_bytes(_conf(spark, SPLIT_SIZE_KEY, DEFAULT_SPLIT_SIZE))
+    slots = int(_conf(spark, TASK_SLOTS_KEY, DEFAULT_TASK_SLOTS)) or _default_slots(spark)
     if not partition_bytes:
-        return SkewVerdict([], 0, 0, factor, floor, split)
+        return SkewVerdict([], 0, 0, factor, floor, split, slots, 0)
     median = sorted(partition_bytes)[len(partition_bytes) // 2]
-    threshold = max(floor, int(median * factor))
+    total = sum(partition_bytes)
+    threshold = max(floor, int(median * factor), int(total // max(1, slots) * factor))
     skewed = sorted(((i, b) for i, b in enumerate(partition_bytes) if b > threshold),
                     key=lambda x: -x[1])
     normal = [b for i, b in enumerate(partition_bytes) if b <= threshold]
     target = max(split, sum(normal) // len(normal) if normal else 0)
-    return SkewVerdict(skewed, median, threshold, factor, floor, target)
+    return SkewVerdict(skewed, median, threshold, factor, floor, target, slots, total)
+
+
+def _default_slots(spark: "SparkSession") -> int:
+    """The application's task slots as Python sees them: its default parallelism (a Spark
+    Connect client, which has no SparkContext, plans for one slot)."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # noqa: BLE001 (Spark Connect raises its own "not supported" error)
+        return 1
 
 
 def analyze(

@@ -35,7 +35,7 @@ object PythonBridge {
   def operators(plan: SparkPlan): String = PlanNodes.withParents(plan).map { case (node, parent) =>
     val details = node match {
       case a: BaseAggregateExec => Seq("partial" -> PartialAggregates.isPartial(a).toString)
-      case p: BottomPartialAggregateExec => Seq("partial" -> "true")
+      case _: BottomPartialAggregateExec => Seq("partial" -> "true")
       case s: ShuffleExchangeLike => Seq("origin" -> quoted(s.shuffleOrigin.toString))
       case j: ShuffledJoin => Seq("skewJoin" -> j.isSkewJoin.toString)
       case _ => Nil
@@ -76,6 +76,7 @@ object PythonBridge {
       s""""factor":${conf.getConf(SkewAggConf.SKEW_FACTOR)},""" +
       s""""floor":${conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)},""" +
       s""""split":${SkewedPartitions.splitSize(bytes, skew, conf)},""" +
+      s""""slots":${skew.slots},"total":${skew.total},""" +
       s""""skewed":[${skewed.mkString(",")}]}"""
   }
 

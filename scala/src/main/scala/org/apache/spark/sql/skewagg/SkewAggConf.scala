@@ -162,8 +162,11 @@ object SkewAggConf {
 
   val SKEW_FACTOR: ConfigEntry[Double] = listed(
     buildConf("spark.skewagg.skew.factor")
-      .doc("A shuffle partition is skewed when it is larger than this many times the median " +
-        "partition of its shuffle, and larger than spark.skewagg.skew.minPartitionSize.")
+      .doc("A partition (of a shuffle, or a bucket) is skewed when it is larger than this many " +
+        "times the median partition of its stage, than this many times the per-slot share of " +
+        "the stage (its total / spark.skewagg.skew.taskSlots), and than " +
+        "spark.skewagg.skew.minPartitionSize. The hot-key split of holistic aggregates splits " +
+        "a key only above this many times the per-slot share of the input's rows.")
       .version("0.1.0")
       .doubleAtLeast(1.0)
       .createWithDefault(5.0))
@@ -176,6 +179,18 @@ object SkewAggConf {
       .version("0.1.0")
       .bytesAtLeast(0)
       .createWithDefaultString("16MB"))
+
+  val SKEW_TASK_SLOTS: ConfigEntry[Int] = listed(
+    buildConf("spark.skewagg.skew.taskSlots")
+      .doc("The task slots a split is planned for; 0 (the default) means the application's, " +
+        "as the running SparkContext reports them (executors x cores per executor / cpus per " +
+        "task). A partition is split only when it is larger than spark.skewagg.skew.factor " +
+        "times the per-slot share of its stage (the stage's total / slots): on 2 slots a " +
+        "partition holding 30% of the stage is shorter than an even share and is left alone; " +
+        "on 64 it is 19 times that share. Set it to plan for a bigger cluster than this one.")
+      .version("0.1.0")
+      .intAtLeast(0)
+      .createWithDefault(0))
 
   val SKEW_MIN_SPLIT_SIZE: ConfigEntry[Long] = listed(
     buildConf("spark.skewagg.skew.minSplitSize")
@@ -251,11 +266,23 @@ object SkewAggConf {
       .doc("When an aggregate reads a bucketed table on its grouping keys and the bucket file " +
         "sizes are skewed (spark.skewagg.skew.*), read the skewed buckets without bucketing, " +
         "so their files are split across tasks, and exchange only their partial aggregates; " +
-        "the other buckets are aggregated as before. " +
-        "Decided at planning from file sizes, with and without adaptive execution.")
+        "the other buckets are aggregated as before. Decided at planning, with and without " +
+        "adaptive execution, by rows from the Parquet footers (a hot key compresses to few " +
+        "bytes per row), else by file sizes; the skewed buckets of Parquet files are read in " +
+        "pieces of about equal rows, cut at row group starts.")
       .version("0.1.0")
       .trueOrFalse
       .createWithDefault(true))
+
+  val BUCKETED_MAX_FOOTERS: ConfigEntry[Int] = listed(
+    buildConf("spark.skewagg.bucketed.maxFootersRead")
+      .doc("The most Parquet footers the bucketed split reads on the driver at planning to " +
+        "count each bucket's rows; a bucketed scan of more files (or of another format) is " +
+        "decided by file sizes and its skewed buckets are read in Spark's byte-sized splits. " +
+        "0 never reads footers.")
+      .version("0.1.0")
+      .intAtLeast(0)
+      .createWithDefault(1000))
 
   val EXCHANGE_COALESCE_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.exchange.coalesce.enabled")

@@ -36,9 +36,10 @@ object SkewAggDecision {
 
   /**
    * Looked at and found not skewed by skewagg's thresholds: in `where` (e.g. "the join's input
-   * shuffles below"), the largest partition `largestId` of `largest` bytes against the median,
-   * under the `floor` (`spark.skewagg.skew.minPartitionSize`) or not more than `factor` times
-   * the median (`spark.skewagg.skew.factor`).
+   * shuffles below"), the largest partition `largestId` of `largest` bytes (or rows, `inRows`),
+   * its bytes under the `floor` (`spark.skewagg.skew.minPartitionSize`, `belowFloor`), or not
+   * more than `factor` times the median (`spark.skewagg.skew.factor`) or times the per-slot share
+   * on `slots` task slots ([[TaskSlots]]).
    */
   final case class NotSkewed(
       where: String,
@@ -46,34 +47,58 @@ object SkewAggDecision {
       largest: Long,
       median: Long,
       floor: Long,
-      factor: Double)
+      factor: Double,
+      slots: Int,
+      slotShare: Long,
+      inRows: Boolean = false,
+      belowFloor: Boolean = false)
       extends SkewAggDecision {
     override def text: String = {
+      def size(n: Long) = if (inRows) f"$n%,d rows" else SkewAggLocalStageExec.bytes(n)
       val ratio = if (median > 0) f"${largest.toDouble / median}%.1fx" else "n/a x"
-      val why = if (largest <= floor) {
+      val why = if (belowFloor) {
         s"below the ${SkewAggLocalStageExec.bytes(floor)} floor " +
           s"(${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key})"
+      } else if (largest > factor * median) {
+        s"not more than ${factor}x the per-slot share ${size(slotShare)} " +
+          s"on $slots task slots (${SkewAggConf.SKEW_TASK_SLOTS.key})"
       } else {
         s"not more than ${factor}x the median (${SkewAggConf.SKEW_FACTOR.key})"
       }
       s"not skewed: in $where, the largest partition ($largestId) is " +
-        s"${SkewAggLocalStageExec.bytes(largest)}, $ratio the median " +
-        s"${SkewAggLocalStageExec.bytes(median)}: $why."
+        s"${size(largest)}, $ratio the median ${size(median)}: $why."
     }
   }
 
   object NotSkewed {
 
-    /** What `conf`'s skew test found in partitions of `sizes` (none of them skewed). */
-    def of(where: String, sizes: Array[Long], conf: SQLConf): NotSkewed = {
+    /** What `conf`'s skew test found in partitions of `sizes` bytes (none of them skewed). */
+    def of(where: String, sizes: Array[Long], conf: SQLConf): NotSkewed =
+      of(where, sizes, sizes, SkewedPartitions.find(sizes, conf), conf)
+
+    /**
+     * What `skew`, measured on `sizes` (bytes, or rows where `skew.inRows`), found: partitions of
+     * `bytes`, none of them skewed.
+     */
+    def of(
+        where: String,
+        sizes: Array[Long],
+        bytes: Array[Long],
+        skew: SkewedPartitions,
+        conf: SQLConf): NotSkewed = {
       val largest = if (sizes.isEmpty) 0 else sizes.indices.maxBy(sizes(_))
+      val floor = conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
       NotSkewed(
         where,
         largest,
         if (sizes.isEmpty) 0L else sizes(largest),
-        SkewedPartitions.find(sizes, conf).medianSize,
-        conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE),
-        conf.getConf(SkewAggConf.SKEW_FACTOR))
+        skew.medianSize,
+        floor,
+        conf.getConf(SkewAggConf.SKEW_FACTOR),
+        skew.slots,
+        skew.slotShare,
+        skew.inRows,
+        belowFloor = bytes.isEmpty || bytes(largest) <= floor)
     }
   }
 

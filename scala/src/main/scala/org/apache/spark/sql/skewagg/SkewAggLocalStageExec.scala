@@ -104,13 +104,22 @@ object SkewAggLocalStageExec {
     case other => SkewAggLocalStageExec(other, rewrite, skewedPartitions)
   }
 
-  /** "partition 17 is 42.8 MiB, 54x the median 800.0 KiB" for the largest skewed partition. */
+  /**
+   * "partition 17 is 42.8 MiB, 54x the median 800.0 KiB; 30% of the stage, 19x the per-slot share
+   * on 64 slots" for the largest skewed partition.
+   */
   def describe(what: String, skew: SkewedPartitions): String = skew.skewed.sortBy(-_._2).headOption
     .map { case (id, size) =>
       val ratio =
         if (skew.medianSize > 0) f"${size.toDouble / skew.medianSize}%.0fx" else "many times"
       val more = if (skew.skewed.size > 1) s" (and ${skew.skewed.size - 1} more skewed)" else ""
-      s"$what $id is ${bytes(size)}, $ratio the median ${bytes(skew.medianSize)}$more"
+      val share =
+        if (skew.total > 0 && skew.slotShare > 0) {
+          f"; ${100.0 * size / skew.total}%.0f%% of the stage, " +
+            f"${size.toDouble / skew.slotShare}%.0fx the per-slot share on ${skew.slots} slots"
+        } else ""
+      s"$what $id is ${skew.format(size)}, $ratio the median ${skew.format(skew.medianSize)}" +
+        s"$share$more"
     }.getOrElse(s"no skewed $what")
 
   def bytes(n: Long): String = org.apache.spark.util.Utils.bytesToString(n)

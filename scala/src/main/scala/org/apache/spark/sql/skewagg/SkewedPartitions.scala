@@ -3,30 +3,81 @@ package org.apache.spark.sql.skewagg
 import org.apache.spark.sql.internal.SQLConf
 
 /**
- * Which partitions of a shuffle are skewed: larger than `spark.skewagg.skew.factor` times the
- * median partition and than `spark.skewagg.skew.minPartitionSize`.
+ * Which partitions of a shuffle (or bucketed scan) are skewed: larger than
+ * `spark.skewagg.skew.minPartitionSize`, than `spark.skewagg.skew.factor` times the median
+ * partition, and than that factor times the per-slot share of the whole (`total / slots`,
+ * [[TaskSlots]]): splitting pays only where the hot partition outlasts an even share of the work
+ * on the slots that run it.
  */
-case class SkewedPartitions(medianSize: Long, threshold: Long, skewed: Seq[(Int, Long)]) {
+case class SkewedPartitions(
+    medianSize: Long,
+    threshold: Long,
+    skewed: Seq[(Int, Long)],
+    total: Long = 0L,
+    slots: Int = 1,
+    inRows: Boolean = false) {
   def nonEmpty: Boolean = skewed.nonEmpty
+
+  /** The even share of the whole per task slot. */
+  def slotShare: Long = total / math.max(slots, 1)
+
+  /** A size as these partitions are measured: "4.2 MiB", or "61,234 rows". */
+  def format(size: Long): String =
+    if (inRows) f"$size%,d rows" else org.apache.spark.util.Utils.bytesToString(size)
 }
 
 object SkewedPartitions {
-  def threshold(medianSize: Long, conf: SQLConf): Long =
-    math.max(
-      conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE),
-      (medianSize * conf.getConf(SkewAggConf.SKEW_FACTOR)).toLong)
 
-  def find(sizes: Array[Long], conf: SQLConf): SkewedPartitions = {
-    if (sizes.isEmpty) return SkewedPartitions(0L, 0L, Nil)
+  /** The size above which a partition is skewed, given the median and the per-slot share. */
+  def threshold(medianSize: Long, slotShare: Long, conf: SQLConf): Long =
+    threshold(medianSize, slotShare, conf, conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
+
+  private def threshold(medianSize: Long, slotShare: Long, conf: SQLConf, floor: Long): Long = {
+    val factor = conf.getConf(SkewAggConf.SKEW_FACTOR)
+    math.max(floor, math.max((medianSize * factor).toLong, (slotShare * factor).toLong))
+  }
+
+  def find(sizes: Array[Long], conf: SQLConf): SkewedPartitions =
+    find(sizes, conf, TaskSlots.of(conf))
+
+  def find(sizes: Array[Long], conf: SQLConf, slots: Int): SkewedPartitions =
+    find(sizes, conf, slots, conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
+
+  /**
+   * Skew measured in rows where they are known (a hot key compresses to few bytes per row, so
+   * bytes understate its work): by rows against the median and the per-slot share, and by
+   * [[atAverageDensity]] against the `spark.skewagg.skew.minPartitionSize` floor.
+   */
+  def findByRows(rows: Array[Long], bytes: Array[Long], conf: SQLConf): SkewedPartitions = {
+    val byRows = find(rows, conf, TaskSlots.of(conf), floor = 0L)
+    val floor = conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
+    val work = atAverageDensity(rows, bytes)
+    byRows.copy(skewed = byRows.skewed.filter { case (i, _) => work(i) > floor }, inRows = true)
+  }
+
+  /**
+   * Each partition's rows in bytes at the average bytes per row of all of them: the bytes its
+   * rows would take if its values compressed like the others'.
+   */
+  def atAverageDensity(rows: Array[Long], bytes: Array[Long]): Array[Long] = {
+    val perRow = bytes.sum.toDouble / math.max(rows.sum, 1L)
+    rows.map(r => (r * perRow).toLong)
+  }
+
+  private def find(sizes: Array[Long], conf: SQLConf, slots: Int, floor: Long): SkewedPartitions = {
+    if (sizes.isEmpty) return SkewedPartitions(0L, 0L, Nil, 0L, slots)
     val sorted = sizes.sorted
     val median = sorted(sorted.length / 2)
-    val limit = threshold(median, conf)
+    val total = sizes.sum
+    val limit = threshold(median, total / math.max(slots, 1), conf, floor)
     SkewedPartitions(
       median,
       limit,
       sizes.zipWithIndex.collect {
         case (size, i) if size > limit => (i, size)
-      }.toSeq)
+      }.toSeq,
+      total,
+      slots)
   }
 
   /**

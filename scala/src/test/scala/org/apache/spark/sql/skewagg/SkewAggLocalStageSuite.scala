@@ -38,7 +38,8 @@ class SkewAggLocalStageSuite extends SkewAggSuiteBase {
     assert(
       text.matches(
         """SkewAggLocalStage \[skew split of the join below the aggregate: """ +
-          """partition \d+ is .+, \d+x the median .+\]"""),
+          """partition \d+ is .+, \d+x the median .+; \d+% of the stage, \d+x the """ +
+          """per-slot share on 64 slots\]"""),
       text)
     assert(m.head.metrics("skewedPartitions").value >= 1)
     assert(markers(d, adaptive = false).isEmpty)

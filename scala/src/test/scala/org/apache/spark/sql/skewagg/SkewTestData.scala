@@ -75,5 +75,8 @@ object SkewTestData {
     SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1",
     SkewAggConf.SKEW_MIN_SPLIT_SIZE.key -> "2k",
     SQLConf.COALESCE_PARTITIONS_ENABLED.key -> "false",
-    SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "4k")
+    SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "4k",
+    // Planned for a 64-slot cluster: on local[2]'s two slots no hot partition outlasts an even
+    // share of a stage, so nothing would be split (TaskSlots).
+    SkewAggConf.SKEW_TASK_SLOTS.key -> "64")
 }

@@ -36,14 +36,22 @@ final case class HotKeyRange(key: UnsafeRow, firstPartition: Int, bounds: Array[
 }
 
 /**
- * The routing, and the sample's estimates it was decided on: the largest key's rows and the rows
- * of an average hash partition (0 when nothing was sampled).
+ * The routing, and the sample's estimates it was decided on: the largest key's rows, the rows
+ * of an average hash partition and of the whole input (0 when nothing was sampled), and the
+ * task slots and skew factor of the per-slot share test.
  */
 final case class HotKeyRanges(
     hashPartitions: Int,
     hotKeys: Seq[HotKeyRange],
     largestKeyRows: Double = 0,
-    averagePartitionRows: Double = 0) {
+    averagePartitionRows: Double = 0,
+    totalRows: Double = 0,
+    slots: Int = 1,
+    factor: Double = 1.0) {
+
+  /** The rows of an even share of the input per task slot. */
+  def slotShareRows: Double = totalRows / math.max(slots, 1)
+
   def numPartitions: Int = hashPartitions + hotKeys.map(_.numSplits).sum
   def splitPartitions: Range = hashPartitions until numPartitions
   def numSplits: Int = numPartitions - hashPartitions
@@ -60,6 +68,9 @@ final case class HotKeyRanges(
     } else if (largestKeyRows < minKeyRows) {
       s"no hot key split: $estimate, under " +
         s"${SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key}=$minKeyRows"
+    } else if (largestKeyRows <= factor * slotShareRows) {
+      f"no hot key split: $estimate, not more than ${factor}x the per-slot share " +
+        f"$slotShareRows%,.0f rows on $slots task slots (${SkewAggConf.SKEW_TASK_SLOTS.key})"
     } else {
       f"no hot key split: $estimate, an average partition $averagePartitionRows%,.0f rows " +
         "(a key is split when it holds more than one partition's rows)"
@@ -118,7 +129,9 @@ object HotKeyRanges {
    * when its estimated rows are at least `minKeyRows` and more than an average one of
    * `hashPartitions` partitions. Each is split into about (its rows / average partition rows)
    * ranges, at most `maxSplits`, with bounds at weighted quantiles of its sampled values (Spark's
-   * `RangePartitioner.determineBounds`); a key whose sample gives no bound stays unsplit.
+   * `RangePartitioner.determineBounds`); a key whose sample gives no bound stays unsplit. Only a
+   * key of more than `factor` times the per-slot share (the input's rows / `slots`) is split:
+   * below it, the key's task is not longer than an even share of the work on those slots.
    * Estimates only decide where rows go, never a result.
    */
   def sample(
@@ -130,7 +143,9 @@ object HotKeyRanges {
       minKeyRows: Long,
       maxSplits: Int,
       sampleSize: Int,
-      sampleFraction: Double): HotKeyRanges = {
+      sampleFraction: Double,
+      slots: Int,
+      factor: Double): HotKeyRanges = {
     val inputPartitions = input.getNumPartitions
     if (inputPartitions == 0) return HotKeyRanges(hashPartitions, Nil)
     val sampled =
@@ -195,7 +210,7 @@ object HotKeyRanges {
       .map(k => (k, estimatedRows.get(k).doubleValue)).sortBy(-_._2)
     byEstimate.foreach { case (key, rows) =>
       val splits = math.min(maxSplits.toDouble, math.ceil(rows / averagePartitionRows)).toInt
-      if (rows >= minKeyRows && splits >= 2) {
+      if (rows >= minKeyRows && splits >= 2 && rows > factor * totalRows / math.max(slots, 1)) {
         val bounds = RangePartitioner.determineBounds(candidates.get(key), splits)(
           ordering,
           ClassTag(classOf[UnsafeRow]))
@@ -210,6 +225,9 @@ object HotKeyRanges {
       hashPartitions,
       hot.toSeq,
       byEstimate.headOption.fold(0.0)(_._2),
-      averagePartitionRows)
+      averagePartitionRows,
+      totalRows,
+      slots,
+      factor)
   }
 }

@@ -18,7 +18,7 @@ import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.metric.{
   SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter
 }
-import org.apache.spark.sql.skewagg.{SkewAggAggregateExec, SkewAggConf}
+import org.apache.spark.sql.skewagg.{SkewAggAggregateExec, SkewAggConf, TaskSlots}
 
 /**
  * [[SingleKeyAggregateExec]] whose hot keys are split by value across several tasks, so that the
@@ -116,7 +116,9 @@ case class HotKeySplitAggregateExec(
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS),
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MAX_SPLITS),
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_SIZE),
-      conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_FRACTION))
+      conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_FRACTION),
+      TaskSlots.of(conf),
+      conf.getConf(SkewAggConf.SKEW_FACTOR))
     setTagValue(
       HotKeySplitAggregateExec.Split,
       ranges.describe(conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS)))

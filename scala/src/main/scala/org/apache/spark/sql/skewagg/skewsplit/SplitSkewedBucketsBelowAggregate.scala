@@ -9,12 +9,13 @@ import org.apache.spark.sql.execution.{
 }
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.datasources.BucketingUtils
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.skewagg.{
   FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
   SkewedPartitions
 }
-import org.apache.spark.sql.skewagg.SkewAggDecision.{Rewritten, SwitchedOff}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Rewritten, SwitchedOff}
 import org.apache.spark.util.collection.BitSet
 
 /**
@@ -23,8 +24,10 @@ import org.apache.spark.util.collection.BitSet
  *
  * Matches: the aggregates Spark planned for one aggregate over a bucketed file scan, through
  * Project, Filter, Expand and Sort only (no exchange), the top one relying on the bucketing for
- * its distribution instead of an exchange, where the bucket file sizes, known at planning, are
- * skewed by skewagg's thresholds (`spark.skewagg.skew.*`) or the aggregate has the SKEW_AGG
+ * its distribution instead of an exchange, where the buckets are skewed by skewagg's thresholds
+ * (`spark.skewagg.skew.*`), measured at planning in rows from the Parquet footers (up to
+ * `spark.skewagg.bucketed.maxFootersRead` files; a hot key compresses to few bytes per row, so
+ * bytes understate its work) or else in file bytes, or where the aggregate has the SKEW_AGG
  * hint: the hot bucket is read, partially and finally aggregated by one task. Only one
  * aggregate's operators: adaptive execution re-plans a materialized stage's part of the plan from
  * the first physical node linked to that stage's logical aggregate, which must be the union
@@ -32,7 +35,9 @@ import org.apache.spark.util.collection.BitSet
  *
  * Produces: a union of the same operators twice. Once over the buckets that are not skewed, read
  * bucketed as before (no exchange); once over the skewed buckets, read without bucketing so their
- * files are split across tasks like any other files, with the partial aggregate on each split and
+ * files are split across tasks (by rows where the footers were read: [[RowGroupPiecesScanExec]],
+ * pieces of about the larger of the median bucket and the per-slot share; otherwise Spark's
+ * byte-sized splits), with the partial aggregate on each split and
  * an exchange of the partial results on the grouping keys (one partition per skewed bucket)
  * before the final aggregate. Buckets partition the grouping keys (every aggregate relying on
  * them groups by the bucket columns), so no group has rows on both sides of the union and the
@@ -52,7 +57,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     if (!conf.getConf(SkewAggConf.BUCKETED_ENABLED)) {
       plan.foreach {
         case top @ AggregatesOverBucketedScan(scan, _)
-            if relies(top) && SkewedPartitions.find(bucketSizes(scan), conf).nonEmpty =>
+            if relies(top) && measure(scan)._1.nonEmpty =>
           SkewAggDecisions.record(
             top,
             SwitchedOff("no split read of the skewed buckets", SkewAggConf.BUCKETED_ENABLED))
@@ -77,10 +82,16 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
         if relies(top) && top.logicalLink.isDefined &&
           aggregates.forall(_.logicalLink == top.logicalLink) &&
           aggregates.exists(isBottomPartial) && !aggregates.exists(SkewAggHints.forbidden) =>
-      val skew = SkewedPartitions.find(bucketSizes(scan), conf)
-      if (skew.nonEmpty || aggregates.exists(SkewAggHints.forced))
+      val (skew, sizes, bytes) = measure(scan)
+      if (skew.nonEmpty || aggregates.exists(SkewAggHints.forced)) {
         split(top, aggregates, scan, skew)
-      else top
+      } else {
+        // On the bottom partial: the node a fused aggregate takes its halves' records from.
+        aggregates.filter(isBottomPartial).foreach(SkewAggDecisions.record(
+          _,
+          NotSkewed.of("the buckets read", sizes, bytes, skew, conf)))
+        top
+      }
     case other => other.withNewChildren(other.children.map(splitSkewedBuckets))
   }
 
@@ -105,15 +116,23 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     val (hot, cold) =
       if (skew.nonEmpty) buckets.partition(b => skewedTasks.contains(b % tasks)) else (buckets, Nil)
     if (hot.isEmpty) return top // every bucket pruned
-    val reason = if (skew.nonEmpty) SkewAggLocalStageExec.describe("bucket", skew)
-    else "SKEW_AGG hint"
+    val hotRead = inPieces(scan, hot, skew)
+    val inRowPieces = hotRead match {
+      case p: RowGroupPiecesScanExec =>
+        f": read in ${p.pieces.size} pieces of about ${p.pieces.map(_.rows).sorted.apply(
+            p.pieces.size / 2)}%,d rows"
+      case _ => ""
+    }
+    val reason =
+      (if (skew.nonEmpty) SkewAggLocalStageExec.describe("bucket", skew)
+       else "SKEW_AGG hint") + inRowPieces
     // One partition per hot bucket: its final task merges that bucket's partial rows, at most
     // as many as the bucket's rows that one task read before.
     val keys = aggregates.filter(relies).last.requiredChildDistributionExpressions.get
-    val unbucketed = withScan(top, scan, readOnly(scan, hot, bucketed = false)).transformUp {
+    val unbucketed = withScan(top, scan, hotRead).transformUp {
       case partial
           if isBottomPartial(partial) && partial.children.size == 1 &&
-            belowSortsAndRowLocal(partial.children.head).isInstanceOf[FileSourceScanExec] =>
+            isScan(belowSortsAndRowLocal(partial.children.head)) =>
         ShuffleExchangeExec(
           HashPartitioning(keys, hot.size),
           SkewAggLocalStageExec.mark(
@@ -138,6 +157,42 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
       // first physical node linked to it: that must be the union, not one of its branches.
       top.logicalLink.foreach(union.setLogicalLink)
       union
+    }
+  }
+
+  private def isScan(plan: SparkPlan): Boolean =
+    plan.isInstanceOf[FileSourceScanExec] || plan.isInstanceOf[RowGroupPiecesScanExec]
+
+  /**
+   * `scan` reading only the skewed `buckets` unbucketed: in pieces of rows where the footers were
+   * read and cut them into more than one, else split as Spark splits files.
+   */
+  private def inPieces(
+      scan: FileSourceScanExec,
+      buckets: Seq[Int],
+      skew: SkewedPartitions): SparkPlan = {
+    val read = readOnly(scan, buckets, bucketed = false)
+    val files = rowGroups(scan).toSeq.flatten
+      .filter(f => bucketOf(f.path).exists(b => buckets.contains(b)))
+    if (!skew.inRows || files.isEmpty) return read
+    val rows = files.map(_.totalRows).sum
+    val bytes = math.max(files.map(_.length).sum, 1L)
+    def rowsOf(size: Long) = math.ceil(size.toDouble * rows / bytes).toLong
+    // The larger of the median bucket and the per-slot share, at least minSplitSize and at most
+    // the pieces Spark splits files into (spark.sql.files.maxPartitionBytes), in rows.
+    val largest = math.min(
+      math.max(
+        math.max(skew.medianSize, skew.slotShare),
+        rowsOf(conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE))),
+      math.max(rowsOf(conf.filesMaxPartitionBytes), 1L))
+    // As many pieces as pieces of the largest size need, of equal rows.
+    val count = math.max(1L, (rows + largest - 1) / largest)
+    val pieces = ParquetRowGroups.pieces(files, math.max((rows + count - 1) / count, 1L))
+    if (pieces.size < 2) read
+    else {
+      val inPieces = RowGroupPiecesScanExec(read.asInstanceOf[FileSourceScanExec], pieces)
+      scan.logicalLink.foreach(inPieces.setLogicalLink)
+      inPieces
     }
   }
 
@@ -192,17 +247,61 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
       }
   }
 
-  /** Bytes each task of the bucketed scan would read, as Spark groups files into buckets. */
-  private def bucketSizes(scan: FileSourceScanExec): Array[Long] = {
+  /**
+   * How skewed the tasks of the bucketed scan are, with the sizes measured (rows where the
+   * footers were read, else bytes) and the bytes held against the floor (the rows at the
+   * average bytes per row, else the bytes), each task holding its buckets as Spark groups files
+   * into buckets.
+   */
+  private def measure(scan: FileSourceScanExec): (SkewedPartitions, Array[Long], Array[Long]) = {
     val tasks = scan.optionalNumCoalescedBuckets.getOrElse(numBuckets(scan))
-    val sizes = new Array[Long](tasks)
-    scan.selectedPartitions.toPartitionArray.foreach { file =>
-      BucketingUtils.getBucketId(file.toPath.getName).foreach { bucket =>
-        if (scan.optionalBucketSet.forall(_.get(bucket))) sizes(bucket % tasks) += file.length
-      }
+    def perTask(sizes: Seq[(String, Long)]): Array[Long] = {
+      val total = new Array[Long](tasks)
+      for ((path, size) <- sizes; bucket <- bucketOf(path)) total(bucket % tasks) += size
+      total
     }
-    sizes
+    val files = selectedFiles(scan)
+    val bytes = perTask(files.map(f => (f.toPath.toString, f.length)))
+    rowGroups(scan) match {
+      case Some(groups) =>
+        val rows = perTask(groups.map(g => (g.path, g.totalRows)))
+        (
+          SkewedPartitions.findByRows(rows, bytes, conf),
+          rows,
+          SkewedPartitions.atAverageDensity(rows, bytes))
+      case None => (SkewedPartitions.find(bytes, conf), bytes, bytes)
+    }
   }
+
+  private def bucketOf(path: String): Option[Int] =
+    BucketingUtils.getBucketId(new org.apache.hadoop.fs.Path(path).getName)
+
+  /** The files of the buckets `scan` reads. */
+  private def selectedFiles(scan: FileSourceScanExec) =
+    scan.selectedPartitions.toPartitionArray.toSeq.filter { file =>
+      BucketingUtils.getBucketId(file.toPath.getName)
+        .exists(b => scan.optionalBucketSet.forall(_.get(b)))
+    }
+
+  /**
+   * The row groups of the files `scan` reads, from their Parquet footers (read once per scan
+   * node), or None: not Parquet, more files than `spark.skewagg.bucketed.maxFootersRead`, or a
+   * footer that could not be read.
+   */
+  private def rowGroups(scan: FileSourceScanExec): Option[Seq[FileRowGroups]] =
+    scan.getTagValue(RowGroups).getOrElse {
+      val files = selectedFiles(scan)
+      val groups =
+        if (!scan.relation.fileFormat.isInstanceOf[ParquetFileFormat] ||
+          files.size > conf.getConf(SkewAggConf.BUCKETED_MAX_FOOTERS)) None
+        else ParquetRowGroups.read(
+          files,
+          session.sessionState.newHadoopConfWithOptions(scan.relation.options))
+      scan.setTagValue(RowGroups, groups)
+      groups
+    }
+
+  private val RowGroups = TreeNodeTag[Option[Seq[FileRowGroups]]]("skewagg.bucketRowGroups")
 }
 
 /**

@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
   FusedAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints,
-  SkewAggLocalStageExec, SkewedPartitions
+  SkewAggLocalStageExec, SkewedPartitions, TaskSlots
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, SwitchedOff}
 
@@ -135,14 +135,8 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
   private def isSkewedStage(plan: SparkPlan): Boolean = skewOf(plan).isDefined
 
   /** The skewed partitions of a materialized join input stage, if it has any. */
-  private def skewOf(plan: SparkPlan): Option[SkewedPartitions] = plan match {
-    case s: SortExec => skewOf(s.child)
-    case s: ShuffleQueryStageExec
-        if s.isMaterialized && s.mapStats.isDefined &&
-          s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
-      Some(SkewedPartitions.find(s.mapStats.get.bytesByPartitionId, conf)).filter(_.nonEmpty)
-    case _ => None
-  }
+  private def skewOf(plan: SparkPlan): Option[SkewedPartitions] =
+    joinInputSizes(plan).map(SkewedPartitions.find(_, conf)).filter(_.nonEmpty)
 
   /** Spark's skew-join split of the join under `partial`, with skewagg's thresholds. */
   private def splitJoinBelow(partial: SparkPlan): SparkPlan = {
@@ -151,9 +145,15 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     thresholds.setConf(
       SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR,
       conf.getConf(SkewAggConf.SKEW_FACTOR))
+    // Spark's threshold is max(this, factor x median) per side: this carries skewagg's floor and
+    // the per-slot share (SkewedPartitions) of the side with the smaller share, so that a side
+    // the candidate test found skewed is split.
+    val slots = math.max(TaskSlots.of(conf), 1)
+    val shares = joinBelow(partial.children.head).toSeq.flatMap(_.children)
+      .flatMap(joinInputSizes).map(_.sum / slots)
     thresholds.setConf(
       SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD,
-      conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
+      SkewedPartitions.threshold(0L, if (shares.isEmpty) 0L else shares.min, conf))
     // Spark splits into pieces of max(advisory size, average non-skewed partition).
     thresholds.setConf(
       SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES,

@@ -293,4 +293,12 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
       assert(floor.head.text.contains("below the 16.0 MiB floor"), floor)
     }
   }
+
+  test("not skewed on the slots it runs on: the per-slot share and the slots named") {
+    withSQLConf(base :+ (SkewAggConf.SKEW_TASK_SLOTS.key -> "2"): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(text.contains("not more than 5.0x the per-slot share"), text)
+      assert(text.contains("on 2 task slots (spark.skewagg.skew.taskSlots)"), text)
+    }
+  }
 }

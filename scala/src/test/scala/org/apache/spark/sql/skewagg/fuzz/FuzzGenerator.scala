@@ -276,7 +276,10 @@ object FuzzGenerator {
     // Hot keys of a few rows are split by value (percentiles), with few or many splits.
     "spark.skewagg.singleKey.split.minKeyRows" -> pick(r, Seq("2", "16", "1000000")),
     "spark.skewagg.singleKey.split.maxSplits" -> pick(r, Seq("2", "7", "256")),
-    "spark.skewagg.singleKey.split.sampleFraction" -> pick(r, Seq("0.1", "1.0")))
+    "spark.skewagg.singleKey.split.sampleFraction" -> pick(r, Seq("0.1", "1.0")),
+    // Fixed, not picked: a new pick would change every later draw, and so every known case.
+    // Planned for 64 slots, splits fire on local[2] as they would on a cluster.
+    "spark.skewagg.skew.taskSlots" -> "64")
 
   /**
    * `t1(k1, k2, vi, vl, vd, vn, vf, vs)` as a VALUES view read in `partitions` partitions (0: as

@@ -21,10 +21,14 @@ class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
   private val oneHotKey: SparkSession => DataFrame =
     s => holisticTable(s, when(col("id") % 10 < 4, lit(0L)).otherwise(col("id") % 101), Rows)
 
-  /** Low enough that key 0 above is split (the sample reads one of the 2 input partitions). */
+  /**
+   * Low enough that key 0 above is split (the sample reads one of the 2 input partitions), on
+   * 64 task slots (on local[2]'s 2 no key outlasts an even share).
+   */
   private val splitting = Seq(
     SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key -> "100",
-    SQLConf.SHUFFLE_PARTITIONS.key -> "8")
+    SQLConf.SHUFFLE_PARTITIONS.key -> "8",
+    SkewAggConf.SKEW_TASK_SLOTS.key -> "64")
 
   private def view(input: SparkSession => DataFrame, select: String): SparkSession => DataFrame =
     s => {
@@ -156,6 +160,17 @@ class HotKeySplitAggregateSuite extends SkewAggSuiteBase {
       SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key -> "2000")
     val op = splitOperator(d.plan(on = true, adaptive = false))
     assert(op.metrics("hotKeys").value == 0)
+  }
+
+  test("task slots: the hot key split when planned for 64 slots, left alone on 2") {
+    // Key 0 holds 40% of the rows: 26x the per-slot share on 64 slots, 0.8x on 2.
+    val query = view(oneHotKey, "median(v), count(*)")
+    splitRuns(query).foreach(assertSplit(_, hotKeys = 1))
+    for (op <- splitRuns(query, SkewAggConf.SKEW_TASK_SLOTS.key -> "2")) {
+      assert(op.metrics("hotKeys").value == 0 && op.metrics("splits").value == 0, op.metrics)
+      assert(op.decision.contains("not more than 5.0x the per-slot share"), op.decision)
+      assert(op.decision.contains("on 2 task slots"), op.decision)
+    }
   }
 
   test("spark.skewagg.singleKey.split.maxSplits caps the splits of a key") {

@@ -2,6 +2,7 @@ package org.apache.spark.sql.skewagg.skewsplit
 
 import org.scalatest.BeforeAndAfterAll
 
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, UnionExec}
 import org.apache.spark.sql.execution.aggregate.SortAggregateExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
@@ -11,7 +12,7 @@ import org.apache.spark.sql.skewagg.{
   CheapExchanges, Differential, SkewAggConf, SkewAggDecisions, SkewAggLocalStageExec,
   SkewAggSuiteBase
 }
-import org.apache.spark.sql.skewagg.SkewAggDecision.SwitchedOff
+import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, SwitchedOff}
 import org.apache.spark.util.collection.BitSet
 
 import org.apache.spark.sql.skewagg.SkewTestData._
@@ -26,10 +27,15 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
       spark.sql(s"DROP TABLE IF EXISTS $name")
       fact(spark, skewed).write.bucketBy(Buckets, "k").format("parquet").saveAsTable(name)
     }
+    // Row groups of a few hundred rows: the hot bucket's file holds many.
+    spark.sql("DROP TABLE IF EXISTS bucketed_row_groups")
+    fact(spark, skewed = true).write.option("parquet.block.size", "2048")
+      .bucketBy(Buckets, "k").format("parquet").saveAsTable("bucketed_row_groups")
   }
 
   override def afterAll(): Unit = {
-    Seq("bucketed_skewed", "bucketed_uniform").foreach(t => spark.sql(s"DROP TABLE IF EXISTS $t"))
+    Seq("bucketed_skewed", "bucketed_uniform", "bucketed_row_groups")
+      .foreach(t => spark.sql(s"DROP TABLE IF EXISTS $t"))
     super.afterAll()
   }
 
@@ -42,13 +48,24 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
 
   private def bucketsIn(set: BitSet): Seq[Int] = (0 until Buckets).filter(set.get)
 
-  /** The buckets each scan reads unbucketed (None: all of them). */
-  private def unbucketedReads(d: Differential, adaptive: Boolean): Seq[Option[Seq[Int]]] =
-    nodes[FileSourceScanExec](d.plan(on = true, adaptive)).filterNot(_.bucketedScan)
-      .map(_.optionalBucketSet.map(bucketsIn))
+  /** The buckets each scan reads unbucketed (None: all of them), in pieces of rows or not. */
+  private def unbucketedReads(d: Differential, adaptive: Boolean): Seq[Option[Seq[Int]]] = {
+    val plan = d.plan(on = true, adaptive)
+    (nodes[FileSourceScanExec](plan) ++ nodes[RowGroupPiecesScanExec](plan).map(_.scan))
+      .filterNot(_.bucketedScan).map(_.optionalBucketSet.map(bucketsIn))
+  }
+
+  private def notSkewed(d: Differential, adaptive: Boolean): Seq[NotSkewed] =
+    nodes[SparkPlan](d.plan(on = true, adaptive)).flatMap(SkewAggDecisions.of).collect {
+      case n: NotSkewed => n
+    }
 
   private def cheapExchanges(d: Differential, on: Boolean, adaptive: Boolean): Int =
     nodes[ShuffleExchangeLike](d.plan(on, adaptive)).count(CheapExchanges.isCheapExchange)
+
+  /** The rows of the skewed table's hot bucket. */
+  private lazy val hotBucketRows: Long = spark.table("bucketed_skewed")
+    .where(pmod(hash(col("k")), lit(Buckets)) === hotBucket).count()
 
   /** The bucket holding key 0, the hot key of the skewed table. */
   private lazy val hotBucket: Int = spark.range(1).select(
@@ -181,6 +198,11 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
     for (adaptive <- Seq(false, true)) {
       assert(bucketedScans(d, on = true, adaptive) == 1)
       assert(shape(d.plan(on = true, adaptive)) == shape(d.plan(on = false, adaptive)))
+      // Measured in rows from the footers, recorded for the explanation.
+      assert(
+        notSkewed(d, adaptive).exists(n =>
+          n.inRows && n.text.contains("not more than 3.0x the median")),
+        notSkewed(d, adaptive))
     }
   }
 
@@ -208,5 +230,100 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
           SkewAggConf.BUCKETED_ENABLED)),
         recorded)
     }
+  }
+
+  test("task slots: the hot bucket split when planned for 64 slots, left alone on 2") {
+    val query = (s: SparkSession) => s.table("bucketed_skewed").groupBy("k").agg(sum("v"))
+    assertHotBucketSplit(differential(
+      query,
+      bucketConf :+ (SkewAggConf.SKEW_TASK_SLOTS.key -> "64"): _*))
+    val onTwo = differential(query, bucketConf :+ (SkewAggConf.SKEW_TASK_SLOTS.key -> "2"): _*)
+    for (adaptive <- Seq(false, true)) {
+      assert(unbucketedReads(onTwo, adaptive).isEmpty, onTwo.plan(on = true, adaptive))
+      assert(bucketedScans(onTwo, on = true, adaptive) == 1)
+      assert(
+        notSkewed(onTwo, adaptive).exists(_.text.contains(
+          "rows on 2 task slots (spark.skewagg.skew.taskSlots)")),
+        notSkewed(onTwo, adaptive))
+    }
+  }
+
+  test("rows from the footers: a bucket skewed by rows where its bytes are not") {
+    // In rows the hot bucket is about 8x the median, in bytes about 4x (one row group per file):
+    // factor 6 splits it only when the footers are read.
+    val query = (s: SparkSession) => s.table("bucketed_skewed").groupBy("k").agg(sum("v"))
+    val byRows = bucketConf :+ (SkewAggConf.SKEW_FACTOR.key -> "6")
+    assertHotBucketSplit(differential(query, byRows: _*))
+    val byBytes = differential(query, byRows :+ (SkewAggConf.BUCKETED_MAX_FOOTERS.key -> "0"): _*)
+    for (adaptive <- Seq(false, true)) {
+      assert(unbucketedReads(byBytes, adaptive).isEmpty, byBytes.plan(on = true, adaptive))
+      assert(bucketedScans(byBytes, on = true, adaptive) == 1)
+    }
+  }
+
+  test("rows from the footers: the hot bucket read in pieces of about equal rows") {
+    val d = differential(
+      s => s.table("bucketed_row_groups").groupBy("k").agg(sum("v")),
+      bucketConf: _*)
+    assertHotBucketSplit(d)
+    for (adaptive <- Seq(false, true)) {
+      val plan = d.plan(on = true, adaptive)
+      val Seq(read) = nodes[RowGroupPiecesScanExec](plan)
+      // Pieces of about the median bucket's rows (875 of 20,000 rows in 16 buckets), cut at row
+      // groups of a few hundred rows: every row of the hot bucket's file is read once.
+      assert(read.pieces.size >= 4, plan)
+      assert(read.pieces.map(_.rows).sum == hotBucketRows, plan)
+      assert(read.pieces.forall(p => p.rows >= 600 && p.rows <= 1400), read.pieces)
+      assert(
+        nodes[SkewAggLocalStageExec](plan).map(_.rewrite).exists(r =>
+          r.contains("rows, ") && r.contains(s"read in ${read.pieces.size} pieces of about")),
+        plan)
+    }
+  }
+
+  test("rows from the footers: several files per bucket, read as rows and as batches") {
+    // Four files per bucket (four writing tasks), pieces across them; a filter and a second
+    // grouping column; the vectorized reader (batches) and the row reader, codegen on and off.
+    spark.sql("DROP TABLE IF EXISTS bucketed_four_files")
+    try {
+      fact(spark, skewed = true).repartition(4).write.option("parquet.block.size", "2048")
+        .bucketBy(Buckets, "k").format("parquet").saveAsTable("bucketed_four_files")
+      for ((vectorized, codegen) <- Seq(("true", "true"), ("false", "false"))) {
+        val d = differential(
+          s =>
+            s.table("bucketed_four_files").where(col("i") =!= 3).groupBy("k", "i")
+              .agg(sum("v"), count(lit(1)), max("d")),
+          bucketConf ++ Seq(
+            SkewAggConf.SKEW_FACTOR.key -> "6",
+            SQLConf.PARQUET_VECTORIZED_READER_ENABLED.key -> vectorized,
+            SQLConf.WHOLESTAGE_CODEGEN_ENABLED.key -> codegen): _*)
+        for (adaptive <- Seq(false, true)) {
+          val plan = d.plan(on = true, adaptive)
+          assert(unbucketedReads(d, adaptive) == Seq(Some(Seq(hotBucket))), plan)
+          val Seq(read) = nodes[RowGroupPiecesScanExec](plan)
+          assert(read.pieces.flatMap(_.ranges.map(_.path)).distinct.size == 4, read.pieces)
+          assert(read.supportsColumnar == vectorized.toBoolean, plan)
+        }
+      }
+    } finally spark.sql("DROP TABLE IF EXISTS bucketed_four_files")
+  }
+
+  test("pieces of row groups: each file's bytes once, cut at row group starts") {
+    val a = FileRowGroups("a", 1000L, Array(4L, 300L, 700L), Array(10L, 10L, 10L))
+    val b = FileRowGroups("b", 500L, Array(4L, 250L), Array(25L, 5L))
+    val empty = FileRowGroups("e", 50L, Array.empty, Array.empty)
+    val pieces = ParquetRowGroups.pieces(Seq(a, empty, b), pieceRows = 15L)
+    // Middle rows 5, 15, 25 (a), 42 and 57 (b): pieces 0, 1, 1, 2, 3.
+    assert(pieces.map(_.rows) == Seq(10L, 20L, 25L, 5L))
+    assert(pieces.map(_.ranges) == Seq(
+      Seq(FileRange("a", 0L, 300L)),
+      Seq(FileRange("a", 300L, 700L), FileRange("e", 0L, 50L)),
+      Seq(FileRange("b", 0L, 250L)),
+      Seq(FileRange("b", 250L, 250L))))
+    // One piece when the rows never reach the size; whole files when there are no row groups.
+    assert(ParquetRowGroups.pieces(Seq(a, b), 1000L).map(_.ranges) == Seq(
+      Seq(FileRange("a", 0L, 1000L), FileRange("b", 0L, 500L))))
+    assert(ParquetRowGroups.pieces(Seq(empty), 1L).map(_.ranges) ==
+      Seq(Seq(FileRange("e", 0L, 50L))))
   }
 }

@@ -136,4 +136,12 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase {
     assertSplit(off)
     assert(partialResultReads(off).isEmpty, off.plan(on = true, adaptive = true))
   }
+
+  test("task slots: the skewed join split when planned for 64 slots, left alone on 2") {
+    val query = (s: SparkSession) =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("k").agg(sum("v"), count(lit(1)))
+    assertSplit(run(query, SkewAggConf.SKEW_TASK_SLOTS.key -> "64"))
+    // On 2 slots the hot partition (about a third of the stage) is shorter than an even share.
+    assertNoSplit(run(query, SkewAggConf.SKEW_TASK_SLOTS.key -> "2"))
+  }
 }

@@ -16,9 +16,10 @@ import org.apache.spark.sql.skewagg.SkewTestData._
 class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
 
   /** The flushing partial aggregate before the user's shuffle would remove the skew first. */
-  private def run(query: SparkSession => DataFrame): Differential = differential(
-    query,
-    conf :+ (SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false"): _*)
+  private def run(query: SparkSession => DataFrame, extra: (String, String)*): Differential =
+    differential(
+      query,
+      conf ++ Seq(SkewAggConf.REPARTITION_LOCAL_AGGREGATE_ENABLED.key -> "false") ++ extra: _*)
 
   test("by default: split where the flushing aggregate does not apply (holistic functions)") {
     val d = differential(
@@ -104,5 +105,14 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
         fact(s, skewed = true).repartition(col("k")).groupBy("k")
           .agg(sum("v")).hint("no_skew_agg")),
       adaptive = true).isEmpty)
+  }
+
+  test("task slots: the skewed repartition split when planned for 64 slots, left alone on 2") {
+    val query = (s: SparkSession) =>
+      fact(s, skewed = true).repartition(col("k")).groupBy("k").agg(sum("v"), max("i"))
+    val on64 = run(query, SkewAggConf.SKEW_TASK_SLOTS.key -> "64")
+    assert(splitMarkers(on64, adaptive = true).size == 1, on64.plan(on = true, adaptive = true))
+    val onTwo = run(query, SkewAggConf.SKEW_TASK_SLOTS.key -> "2")
+    assert(splitMarkers(onTwo, adaptive = true).isEmpty, onTwo.plan(on = true, adaptive = true))
   }
 }
