@@ -310,7 +310,10 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--scenarios",
                         default="join,join-default-splits,repartition,bucketed,subset-key,distinct,"
                         "unique-key-join,three-way-join")
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--variants", default=",".join(VARIANT_CONF),
+                        help="run only these of each scenario's variants")
+    parser.add_argument("--warmups", type=int, default=1,
+                        help="warm-up runs of each variant before the measured repeats")
     parser.add_argument("--driver-memory", default="10g")
     args = parser.parse_args(argv)
     scenarios = args.scenarios.split(",")
@@ -349,10 +352,12 @@ def main(argv: List[str] | None = None) -> int:
             fact = spark.read.parquet(str(facts / f"fact_{data}"))
             bucketed = spark.table(f"bench_bucketed_{data}") if data != "highcard" else fact
             queries = scenario_queries(fact, dim, bucketed)[scenario]
-            variants = [v for v in queries.get("variants", args.variants.split(","))
-                        if OWN_QUERY.get(v, "query") in queries]
+            variants = [v for v in queries.get("variants", VARIANTS)
+                        if v in args.variants.split(",") and OWN_QUERY.get(v, "query") in queries]
             runs: Dict[str, List[dict]] = {v: [] for v in variants}
-            run_once(spark, recorder, "vanilla", queries)  # warm-up: file listing, JIT
+            # Warm-up: file listing, and each variant's code JIT-compiled.
+            for variant in variants * args.warmups:
+                run_once(spark, recorder, variant, queries)
             for repeat in range(args.repeats):
                 # Rotate the order so no variant always follows the same one.
                 shift = repeat % len(variants)
@@ -380,7 +385,8 @@ def main(argv: List[str] | None = None) -> int:
 
     report = {
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "rows": args.rows, "repeats": args.repeats, "machine": "local[2]",
+        "rows": args.rows, "repeats": args.repeats, "warmups": args.warmups,
+        "machine": "local[2]",
         "spark": spark_version, "line": line,
         "spark_conf": BASE_CONF, "driver_memory": args.driver_memory, "fixed_heap": True,
         "results": results,
@@ -496,6 +502,14 @@ def render_holistic(report: dict) -> str:
     return "\n".join(lines + makespan_ratios(by)) + "\n"
 
 
+def run_counts(rows: List[dict]) -> str:
+    """How many runs each variant's median is of: "3", or "3 to 6" across scenarios."""
+    counts = sorted({len(r["wall_s_runs"]) for r in rows if r.get("wall_s_runs")})
+    if not counts:
+        return "?"
+    return str(counts[0]) if counts[0] == counts[-1] else f"{counts[0]} to {counts[-1]}"
+
+
 def wall_ratio(r: dict, vanilla: dict) -> str:
     """Median wall time over vanilla's, then the range of the ratios within each repeat (there
     the two variants ran less than a minute apart, so each pair shares the machine's state)."""
@@ -527,8 +541,9 @@ def render(report: dict) -> str:
         "<!-- Written by `make bench` (benchmarks/bench.py); do not edit by hand. -->",
         "",
         f"{measured(report)} on {report['machine']} (2 cores), "
-        f"{report['rows']:,} fact rows, median wall time of {report['repeats']} runs per "
-        "variant, variants alternating within each repeat (order rotated between repeats, "
+        f"{report['rows']:,} fact rows, median wall time of {run_counts(rows)} runs per "
+        "variant after warm-up runs of each variant (before 2026-11-24T20:00, one of vanilla), "
+        "variants alternating within each repeat (order rotated between repeats, "
         f"a JVM GC before each run{heap(report)}). SKEWED: key 0 holds 30% of the "
         "rows, the rest uniform over 1M keys; UNIFORM: all uniform. Adaptive execution on, 200 "
         "shuffle partitions, partition coalescing and broadcast joins off.",

@@ -54,7 +54,7 @@ object SkewAggDecision {
       belowFloor: Boolean = false)
       extends SkewAggDecision {
     override def text: String = {
-      def size(n: Long) = if (inRows) f"$n%,d rows" else SkewAggLocalStageExec.bytes(n)
+      def size(n: Long) = SkewedPartitions.format(n, inRows)
       val ratio = if (median > 0) f"${largest.toDouble / median}%.1fx" else "n/a x"
       val why = if (belowFloor) {
         s"below the ${SkewAggLocalStageExec.bytes(floor)} floor " +

@@ -22,11 +22,14 @@ case class SkewedPartitions(
   def slotShare: Long = total / math.max(slots, 1)
 
   /** A size as these partitions are measured: "4.2 MiB", or "61,234 rows". */
-  def format(size: Long): String =
-    if (inRows) f"$size%,d rows" else org.apache.spark.util.Utils.bytesToString(size)
+  def format(size: Long): String = SkewedPartitions.format(size, inRows)
 }
 
 object SkewedPartitions {
+
+  /** A size in rows ("61,234 rows") or bytes ("4.2 MiB"). */
+  def format(size: Long, inRows: Boolean): String =
+    if (inRows) f"$size%,d rows" else org.apache.spark.util.Utils.bytesToString(size)
 
   /** The size above which a partition is skewed, given the median and the per-slot share. */
   def threshold(medianSize: Long, slotShare: Long, conf: SQLConf): Long =

@@ -4,7 +4,8 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
   Attribute, AttributeMap, AttributeReference, AttributeSet, BindReferences, Expression,
-  GenericInternalRow, If, MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow, XxHash64
+  GenericInternalRow, If, MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow, XXH64,
+  XxHash64
 }
 import org.apache.spark.sql.catalyst.expressions.aggregate.{
   AggregateExpression, DeclarativeAggregate, Partial
@@ -14,6 +15,9 @@ import org.apache.spark.sql.execution.aggregate.{AggregationIterator, BaseAggreg
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{BottomPartialAggregateExec, SkewAggConf}
+import org.apache.spark.sql.types.{
+  DataType, DateType, IntegerType, LongType, TimestampNTZType, TimestampType
+}
 
 /**
  * A partial aggregate that flushes instead of spilling, and aggregates only where it pays.
@@ -109,7 +113,8 @@ case class FlushingPartialAggregateExec(
     val input = child.output
     val shuffleKeysOfKey = boundShuffleKeys
     val sketch = emittedKeys
-    val keyHash = new XxHash64(groupingExpressions.map(_.toAttribute))
+    val keyTypes = groupingExpressions.map(_.dataType)
+    val keyAttributes = groupingExpressions.map(_.toAttribute)
     child.execute().mapPartitionsWithIndexInternal { (partIndex, rows) =>
       if (!rows.hasNext) Iterator.empty
       else {
@@ -127,8 +132,8 @@ case class FlushingPartialAggregateExec(
           shuffleKeysOfKey.map(UnsafeProjection.create),
           m)
         sketch.fold[Iterator[InternalRow]](aggregated) { s =>
-          val hash = UnsafeProjection.create(Seq(keyHash), output)
-          aggregated.map { row => s.add(hash(row).getLong(0)); row }
+          val hash = FlushingPartialAggregateExec.keyHash(keyTypes, keyAttributes, output)
+          aggregated.map { row => s.add(hash(row)); row }
         }
       }
     }
@@ -168,6 +173,27 @@ object FlushingPartialAggregateExec {
    * rows per key for the batch to pass rows through.
    */
   private[localagg] val EarlyReductionDivisor = 10
+
+  /**
+   * The 64-bit hash of an output row's grouping key (its first columns), for the sketch of the
+   * keys emitted: of the value itself for one integral key (no projection per row), else
+   * Spark's XxHash64 of the key columns. A null key hashes to the seed, as in XxHash64.
+   */
+  private[localagg] def keyHash(
+      keyTypes: Seq[DataType],
+      keyAttributes: Seq[Attribute],
+      output: Seq[Attribute]): InternalRow => Long = keyTypes match {
+    case Seq(LongType | TimestampType | TimestampNTZType) =>
+      row => if (row.isNullAt(0)) KeyHashSeed else XXH64.hashLong(row.getLong(0), KeyHashSeed)
+    case Seq(IntegerType | DateType) =>
+      row => if (row.isNullAt(0)) KeyHashSeed else XXH64.hashInt(row.getInt(0), KeyHashSeed)
+    case _ =>
+      val projection = UnsafeProjection.create(Seq(new XxHash64(keyAttributes)), output)
+      row => projection(row).getLong(0)
+  }
+
+  /** XxHash64's default seed. */
+  private val KeyHashSeed = 42L
 
   /**
    * The flushing form of Spark's partial aggregate `partial` (as AggUtils planned it), sized by

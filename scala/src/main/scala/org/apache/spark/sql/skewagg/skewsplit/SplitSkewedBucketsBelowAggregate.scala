@@ -273,14 +273,14 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     }
   }
 
+  /** The bucket a file of a bucketed table holds, from its name. */
   private def bucketOf(path: String): Option[Int] =
     BucketingUtils.getBucketId(new org.apache.hadoop.fs.Path(path).getName)
 
   /** The files of the buckets `scan` reads. */
   private def selectedFiles(scan: FileSourceScanExec) =
     scan.selectedPartitions.toPartitionArray.toSeq.filter { file =>
-      BucketingUtils.getBucketId(file.toPath.getName)
-        .exists(b => scan.optionalBucketSet.forall(_.get(b)))
+      bucketOf(file.toPath.toString).exists(b => scan.optionalBucketSet.forall(_.get(b)))
     }
 
   /**

@@ -2,7 +2,11 @@ package org.apache.spark.sql.skewagg.localagg
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.AttributeReference
+import org.apache.spark.sql.types.{DataType, DateType, IntegerType, LongType, StringType}
 import org.apache.spark.unsafe.hash.Murmur3_x86_32
+import org.apache.spark.unsafe.types.UTF8String
 
 class DistinctHashesSuite extends AnyFunSuite {
 
@@ -45,5 +49,26 @@ class DistinctHashesSuite extends AnyFunSuite {
     assert(s.value == before)
     s.reset()
     assert(s.isZero)
+  }
+
+  test("the flushing aggregate's key hash: keys of each kind counted within 10%, nulls once") {
+    def estimate(keyType: DataType, value: Int => Any): Long = {
+      val key = AttributeReference("k", keyType)()
+      val output = Seq(key, AttributeReference("buffer", LongType)())
+      val hash = FlushingPartialAggregateExec.keyHash(Seq(keyType), Seq(key), output)
+      val s = new DistinctHashes
+      for (i <- 0 until 20000; _ <- 0 until 2) s.add(hash(InternalRow(value(i), 1L)))
+      s.value
+    }
+    val kinds = Seq[(DataType, Int => Any)](
+      LongType -> (_.toLong),
+      IntegerType -> identity,
+      DateType -> identity,
+      StringType -> (i => UTF8String.fromString(s"key $i")))
+    for ((keyType, value) <- kinds) {
+      val n = estimate(keyType, value)
+      assert(math.abs(n - 20000) <= 2000, s"20,000 $keyType keys estimated as $n")
+      assert(estimate(keyType, _ => null) == 1, s"a null $keyType key")
+    }
   }
 }
