@@ -417,15 +417,19 @@ def merged(previous: dict, report: dict, scenarios: List[str]) -> dict:
     return {**report, "results": results}
 
 
-def before_task_slots(rows: List[dict]) -> str:
-    """A note naming the scenarios measured before splits were planned for task slots (no
-    skewagg@64 row): their skewagg split hot partitions whatever the slots, as skewagg@64 does."""
-    with_64 = {r["scenario"] for r in rows if r["variant"] == "skewagg@64"}
-    older = list(dict.fromkeys(r["scenario"] for r in rows if r["scenario"] not in with_64))
+# When splits began to be planned for task slots (issue 20, merged as 3872d15).
+TASK_SLOTS_SINCE = "2026-11-24T16:00"
+
+
+def before_task_slots(rows: List[dict], when: str) -> str:
+    """A note naming the scenarios measured before splits were planned for task slots: their
+    skewagg split hot partitions whatever the slots, as skewagg@64 does."""
+    older = list(dict.fromkeys(r["scenario"] for r in rows
+                               if r.get("when", when) < TASK_SLOTS_SINCE))
     if not older:
         return ""
-    return (" Scenarios without a skewagg@64 row (" + ", ".join(older) + ") were measured "
-            "before splits were planned for task slots: their skewagg split hot partitions "
+    return (" " + ", ".join(older) + " were measured before " + TASK_SLOTS_SINCE + ", when "
+            "splits were not yet planned for task slots: their skewagg split hot partitions "
             "whatever the slots, as skewagg@64 does.")
 
 
@@ -556,7 +560,7 @@ def render(report: dict) -> str:
         "even share); skewagg+hint (the aggregate hinted `SKEW_AGG`); skewagg@64 (splits "
         "planned for 64 task slots, `spark.skewagg.skew.taskSlots=64`: its makespan@64 is what "
         "a 64-slot cluster would see, its wall time is this 2-core machine running a plan made "
-        "for 64)." + before_task_slots(rows),
+        "for 64)." + before_task_slots(rows, report["when"]),
         "",
         "vs vanilla: the ratio of the medians, then in brackets the lowest and highest ratio "
         "within one repeat.",
