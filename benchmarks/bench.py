@@ -419,6 +419,8 @@ def merged(previous: dict, report: dict, scenarios: List[str]) -> dict:
 
 # When splits began to be planned for task slots (issue 20, merged as 3872d15).
 TASK_SLOTS_SINCE = "2026-11-24T16:00"
+# When every variant got its own warm-up runs (--warmups); before, one run of vanilla.
+WARMUP_EACH_SINCE = "2026-11-24T20:00"
 
 
 def before_task_slots(rows: List[dict], when: str) -> str:
@@ -546,7 +548,7 @@ def render(report: dict) -> str:
         "",
         f"{measured(report)} on {report['machine']} (2 cores), "
         f"{report['rows']:,} fact rows, median wall time of {run_counts(rows)} runs per "
-        "variant after warm-up runs of each variant (before 2026-11-24T20:00, one of vanilla), "
+        f"variant after warm-up runs of each variant (before {WARMUP_EACH_SINCE}, one of vanilla), "
         "variants alternating within each repeat (order rotated between repeats, "
         f"a JVM GC before each run{heap(report)}). SKEWED: key 0 holds 30% of the "
         "rows, the rest uniform over 1M keys; UNIFORM: all uniform. Adaptive execution on, 200 "
