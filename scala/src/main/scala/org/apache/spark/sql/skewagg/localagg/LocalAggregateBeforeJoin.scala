@@ -194,7 +194,9 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       keys: Seq[Attribute]): Boolean = {
     // Re-planned by adaptive execution, parts of the side are stages that ran: their logical
     // plans keep the distinct keys and column statistics that the stages do not report.
-    def planned(p: LogicalPlan) = p.transformUp { case stage: LogicalQueryStage => stage.logicalPlan }
+    def planned(p: LogicalPlan) = p.transformUp { case stage: LogicalQueryStage =>
+      stage.logicalPlan
+    }
     val s = planned(side)
     val keySet = ExpressionSet(keys)
     val fromPlan = s.distinctKeys.find(_.subsetOf(keySet)).map { unique =>

@@ -331,8 +331,9 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
 
   test("the smaller side of a join: left alone without column statistics, and why") {
     // dim is the one side of a one-to-many join with fact: unique on k, nothing to merge.
-    val query = (s: SparkSession) => fact(s, skewed = true).join(dim(s), "k").groupBy("i")
-      .agg(sum("attr"), count(lit(1)))
+    val query = (s: SparkSession) =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("i")
+        .agg(sum("attr"), count(lit(1)))
     assertNotLocal(run(query))
     val text = SkewAggExplain.explain(run(query).plan(on = true, adaptive = true))
     assert(
