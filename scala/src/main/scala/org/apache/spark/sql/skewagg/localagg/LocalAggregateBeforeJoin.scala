@@ -65,8 +65,8 @@ import org.apache.spark.util.Utils
  * `refusedAsFailing`), or (without the hint) it has holistic aggregates (their partial buffers
  * are as large as their input), partial buffers with decimals of more than 18 digits (recorded:
  * see `refusedForWideDecimals`) or Spark knows the aggregated side to be (nearly) unique on its
- * keys or, without column statistics of its keys, estimates it smaller than the other side
- * (recorded: see `refusedAsUnique`). DISTINCTs of several column sets reach it already
+ * keys or, without column statistics of its keys, it reads at most half the bytes of tables
+ * the other side reads (recorded: see `refusedAsUnique`). DISTINCTs of several column sets reach it already
  * expanded by Spark's RewriteDistinctAggregates (an aggregate over an Expand, not over the join):
  * left alone.
  */
@@ -181,9 +181,9 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
    * deduplicated on some of them (its distinct keys), or column statistics (`ANALYZE TABLE ...
    * FOR COLUMNS`, read with `spark.sql.cbo.enabled`) give one key column at least one distinct
    * value per `spark.skewagg.localAggregate.minMergeReduction` rows. Without column statistics
-   * of the keys, it also refuses when `s` is estimated smaller than the `other` side: the "one"
-   * side of a one-to-many join (a dimension joined to its facts, TPC-H's orders to lineitem),
-   * unique on its join key (measured: docs/rewrites.md). Otherwise the rewrite goes ahead, and
+   * of the keys, it also refuses when `s` reads at most half the bytes of tables `other` reads:
+   * taken for the "one" side of a one-to-many join (a dimension joined to its facts, TPC-H's
+   * orders to lineitem), unique on its join key (measured: docs/rewrites.md). Otherwise the rewrite goes ahead, and
    * adaptive execution judges the keys from what the local aggregate emitted
    * ([[DropUnneededMergeAfterShuffle]]).
    */
@@ -220,14 +220,18 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
           }
       }
     }
+    // Spark's estimate of a join (without CBO) is the product of its sides' and of a Filter its
+    // child's: the bytes of the tables each side reads compare the sides where those do not.
+    def tableBytes(p: LogicalPlan): BigInt = p.collectLeaves().map(_.stats.sizeInBytes).sum
     lazy val fromSizes = {
-      val (size, otherSize) = (stats.sizeInBytes, planned(other).stats.sizeInBytes)
-      if (keyDistinctCounts.nonEmpty || size >= otherSize) None
+      val (size, otherSize) = (tableBytes(s), tableBytes(planned(other)))
+      val known = otherSize < conf.defaultSizeInBytes
+      if (keyDistinctCounts.nonEmpty || !known || size * 2 > otherSize) None
       else {
         Some(
-          s"the joined side (estimated ${Utils.bytesToString(size)}) is smaller than the other " +
-            s"side (${Utils.bytesToString(otherSize)}): the one side of a one-to-many join, " +
-            "unique on its join key, where aggregating it before the join merges nothing " +
+          s"the joined side reads ${Utils.bytesToString(size)} of tables, at most half the other " +
+            s"side's ${Utils.bytesToString(otherSize)}: taken for the one side of a one-to-many " +
+            "join, unique on its join key, where aggregating it before the join merges nothing " +
             "(column statistics of its keys that show them repeated, or the SKEW_AGG hint, make " +
             "the rewrite go ahead).")
       }
