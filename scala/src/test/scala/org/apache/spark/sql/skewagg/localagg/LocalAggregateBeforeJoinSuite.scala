@@ -341,6 +341,13 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
         text.contains(" of tables, at most half the other side's "),
       text)
     assertLocal(run(s => query(s).hint("skew_agg")))
+    // Grouped by the join key (and fact's v, to reach the skew floor's bytes), the skewed join
+    // partition below it is still split at run time.
+    val byKey =
+      run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k", "v").agg(sum("attr")))
+    assertNotLocal(byKey)
+    val split = SkewAggExplain.explain(byKey.plan(on = true, adaptive = true))
+    assert(split.contains("rewritten: skew split of the join below the aggregate"), split)
     // Column statistics that show the smaller side's keys repeated (40 rows per key).
     spark.sql("DROP TABLE IF EXISTS repeating_side")
     spark.range(0, 4000).select((col("id") % 100).as("k"), (col("id") % 10).as("attr"))
