@@ -66,9 +66,9 @@ import org.apache.spark.util.Utils
  * are as large as their input), partial buffers with decimals of more than 18 digits (recorded:
  * see `refusedForWideDecimals`) or Spark knows the aggregated side to be (nearly) unique on its
  * keys or, without column statistics of its keys, it reads at most half the bytes of tables
- * the other side reads (recorded: see `refusedAsUnique`). DISTINCTs of several column sets reach it already
- * expanded by Spark's RewriteDistinctAggregates (an aggregate over an Expand, not over the join):
- * left alone.
+ * the other side reads (recorded: see `refusedAsUnique`). DISTINCTs of several column sets reach
+ * it already expanded by Spark's RewriteDistinctAggregates (an aggregate over an Expand, not over
+ * the join): left alone.
  */
 case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy {
 
@@ -183,9 +183,9 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
    * value per `spark.skewagg.localAggregate.minMergeReduction` rows. Without column statistics
    * of the keys, it also refuses when `s` reads at most half the bytes of tables `other` reads:
    * taken for the "one" side of a one-to-many join (a dimension joined to its facts, TPC-H's
-   * orders to lineitem), unique on its join key (measured: docs/rewrites.md). Otherwise the rewrite goes ahead, and
-   * adaptive execution judges the keys from what the local aggregate emitted
-   * ([[DropUnneededMergeAfterShuffle]]).
+   * orders to lineitem), unique on its join key (measured: docs/rewrites.md). Otherwise the
+   * rewrite goes ahead, and adaptive execution judges the keys from what the local aggregate
+   * emitted ([[DropUnneededMergeAfterShuffle]]).
    */
   private def refusedAsUnique(
       agg: Aggregate,
