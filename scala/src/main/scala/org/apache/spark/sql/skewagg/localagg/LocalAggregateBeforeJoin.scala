@@ -21,6 +21,7 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{SessionStates, SkewAggConf, SkewAggDecisions, SkewAggHints}
 import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
 import org.apache.spark.sql.types.{Decimal, DecimalType}
+import org.apache.spark.util.Utils
 
 /**
  * Planner strategy: rewrites the optimized plan while it is planned, after every optimizer batch,
@@ -64,9 +65,10 @@ import org.apache.spark.sql.types.{Decimal, DecimalType}
  * `refusedAsFailing`), or (without the hint) it has holistic aggregates (their partial buffers
  * are as large as their input), partial buffers with decimals of more than 18 digits (recorded:
  * see `refusedForWideDecimals`) or Spark knows the aggregated side to be (nearly) unique on its
- * keys (recorded: see `refusedAsUnique`). DISTINCTs of several column sets reach it already
- * expanded by Spark's RewriteDistinctAggregates (an aggregate over an Expand, not over the join):
- * left alone.
+ * keys or, without column statistics of its keys, it reads at most half the bytes of tables
+ * the other side reads (recorded: see `refusedAsUnique`). DISTINCTs of several column sets reach
+ * it already expanded by Spark's RewriteDistinctAggregates (an aggregate over an Expand, not over
+ * the join): left alone.
  */
 case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy {
 
@@ -126,7 +128,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
         keys =
           (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
-        if forced || !refusedAsUnique(agg, s, keys)
+        if forced || !refusedAsUnique(agg, s, if (side == "left") join.right else join.left, keys)
         local <- localSide(
           agg,
           aggs,
@@ -178,25 +180,37 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
    * one row per `keys`, so a local aggregate would merge nothing: `s` is itself grouped or
    * deduplicated on some of them (its distinct keys), or column statistics (`ANALYZE TABLE ...
    * FOR COLUMNS`, read with `spark.sql.cbo.enabled`) give one key column at least one distinct
-   * value per `spark.skewagg.localAggregate.minMergeReduction` rows. Without such evidence the
+   * value per `spark.skewagg.localAggregate.minMergeReduction` rows. Without column statistics
+   * of the keys, it also refuses when `s` reads at most half the bytes of tables `other` reads:
+   * taken for the "one" side of a one-to-many join (a dimension joined to its facts, TPC-H's
+   * orders to lineitem), unique on its join key (measured: docs/rewrites.md). Otherwise the
    * rewrite goes ahead, and adaptive execution judges the keys from what the local aggregate
    * emitted ([[DropUnneededMergeAfterShuffle]]).
    */
-  private def refusedAsUnique(agg: Aggregate, side: LogicalPlan, keys: Seq[Attribute]): Boolean = {
+  private def refusedAsUnique(
+      agg: Aggregate,
+      side: LogicalPlan,
+      other: LogicalPlan,
+      keys: Seq[Attribute]): Boolean = {
     // Re-planned by adaptive execution, parts of the side are stages that ran: their logical
     // plans keep the distinct keys and column statistics that the stages do not report.
-    val s = side.transformUp { case stage: LogicalQueryStage => stage.logicalPlan }
+    def planned(p: LogicalPlan) = p.transformUp { case stage: LogicalQueryStage =>
+      stage.logicalPlan
+    }
+    val s = planned(side)
     val keySet = ExpressionSet(keys)
     val fromPlan = s.distinctKeys.find(_.subsetOf(keySet)).map { unique =>
       s"the joined side is already unique on ${unique.map(_.sql).mkString(", ")} " +
         "(it is grouped or deduplicated on them), so aggregating it before the join would " +
         "merge nothing."
     }
+    lazy val stats = s.stats
+    lazy val keyDistinctCounts =
+      keys.flatMap(k => stats.attributeStats.get(k).flatMap(_.distinctCount).map(k -> _))
     lazy val fromStatistics = {
-      val stats = s.stats
       val minReduction = conf.getConf(SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION)
       stats.rowCount.filter(_ > 0).flatMap { rows =>
-        keys.flatMap(k => stats.attributeStats.get(k).flatMap(_.distinctCount).map(k -> _))
+        keyDistinctCounts
           .find { case (_, distinct) => BigDecimal(distinct) * minReduction >= BigDecimal(rows) }
           .map { case (k, distinct) =>
             f"column statistics give ${k.name} $distinct%,d distinct values in " +
@@ -206,7 +220,23 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
           }
       }
     }
-    fromPlan.orElse(fromStatistics) match {
+    // Spark's estimate of a join (without CBO) is the product of its sides' and of a Filter its
+    // child's: the bytes of the tables each side reads compare the sides where those do not.
+    def tableBytes(p: LogicalPlan): BigInt = p.collectLeaves().map(_.stats.sizeInBytes).sum
+    lazy val fromSizes = {
+      val (size, otherSize) = (tableBytes(s), tableBytes(planned(other)))
+      val known = otherSize < conf.defaultSizeInBytes
+      if (keyDistinctCounts.nonEmpty || !known || size * 2 > otherSize) None
+      else {
+        Some(
+          s"the joined side reads ${Utils.bytesToString(size)} of tables, at most half the other " +
+            s"side's ${Utils.bytesToString(otherSize)}: taken for the one side of a one-to-many " +
+            "join, unique on its join key, where aggregating it before the join merges nothing " +
+            "(column statistics of its keys that show them repeated, or the SKEW_AGG hint, make " +
+            "the rewrite go ahead).")
+      }
+    }
+    fromPlan.orElse(fromStatistics).orElse(fromSizes) match {
       case Some(reason) => SkewAggDecisions.record(agg, Refused(reason)); true
       case None => false
     }

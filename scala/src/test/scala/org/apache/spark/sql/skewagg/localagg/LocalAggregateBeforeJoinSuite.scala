@@ -266,10 +266,17 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
   private def localStages(plan: SparkPlan): Seq[SkewAggLocalStageExec] =
     nodes[SkewAggLocalStageExec](plan)
 
+  /**
+   * `(k, i)`: 500 rows over dim's even keys, fewer bytes than dim: dim, aggregated before a join
+   * with it, is not refused as the smaller side.
+   */
+  private def fewRows(s: SparkSession): DataFrame =
+    s.range(0, 500, 1, 4).select((col("id") * 2).as("k"), (col("id") % 5).cast("int").as("i"))
+
   test("unique keys on the aggregated side: the merge after the join's shuffle is dropped") {
     // dim's keys are unique: its local aggregate emits one row per key, nothing to merge.
     val d = run(s =>
-      fact(s, skewed = true).join(dim(s), "k").groupBy("i")
+      fewRows(s).join(dim(s), "k").groupBy("i")
         .agg(sum("attr"), count(lit(1))))
     assertLocal(d)
     assert(mergesAfterJoinShuffle(d.plan(on = true, adaptive = false)))
@@ -322,6 +329,48 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     } finally spark.sql("DROP TABLE IF EXISTS unique_dim")
   }
 
+  test("the smaller side of a join: left alone without column statistics, and why") {
+    // dim is the one side of a one-to-many join with fact: unique on k, nothing to merge.
+    val query = (s: SparkSession) =>
+      fact(s, skewed = true).join(dim(s), "k").groupBy("i")
+        .agg(sum("attr"), count(lit(1)))
+    assertNotLocal(run(query))
+    val text = SkewAggExplain.explain(run(query).plan(on = true, adaptive = true))
+    assert(
+      text.contains("left alone: the joined side reads ") &&
+        text.contains(" of tables, at most half the other side's "),
+      text)
+    assertLocal(run(s => query(s).hint("skew_agg")))
+    // Grouped by the join key (and fact's v, to reach the skew floor's bytes), the skewed join
+    // partition below it is still split at run time.
+    val byKey =
+      run(s => fact(s, skewed = true).join(dim(s), "k").groupBy("k", "v").agg(sum("attr")))
+    assertNotLocal(byKey)
+    val split = SkewAggExplain.explain(byKey.plan(on = true, adaptive = true))
+    assert(split.contains("rewritten: skew split of the join below the aggregate"), split)
+    // Column statistics that show the smaller side's keys repeated (40 rows per key).
+    spark.sql("DROP TABLE IF EXISTS repeating_side")
+    spark.range(0, 4000).select((col("id") % 100).as("k"), (col("id") % 10).as("attr"))
+      .write.saveAsTable("repeating_side")
+    try {
+      val repeating = (s: SparkSession) =>
+        fact(s, skewed = true).join(s.table("repeating_side"), "k").groupBy("i")
+          .agg(sum("attr"))
+      assertNotLocal(run(repeating))
+      spark.sql("ANALYZE TABLE repeating_side COMPUTE STATISTICS FOR COLUMNS k")
+      assertLocal(differential(repeating, conf :+ ("spark.sql.cbo.enabled" -> "true"): _*))
+    } finally spark.sql("DROP TABLE IF EXISTS repeating_side")
+  }
+
+  test("a join on the other side: the sides compared by the tables they read") {
+    // Spark estimates dim joined to a small table as the product of the two, more than fact; the
+    // tables it reads are smaller than fact, which is aggregated before the join (TPC-H Q3).
+    val small = (s: SparkSession) => s.range(0, 10).select(col("id").as("attr"), col("id").as("w"))
+    assertLocal(run(s =>
+      fact(s, skewed = true).join(dim(s).join(small(s), "attr"), "k").groupBy("k", "w")
+        .agg(sum("v"))))
+  }
+
   test("keys repeated across tasks: the merge after the join's shuffle stays, and says why") {
     // Each of 8 tasks holds every key once: no task reduces anything, the merge 8 rows to one.
     val d = run(s =>
@@ -340,9 +389,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
 
   test("minMergeReduction=1.0 always merges; the sketch only where a merge follows") {
     val d = differential(
-      s =>
-        fact(s, skewed = true).join(dim(s), "k").groupBy("i")
-          .agg(sum("attr")),
+      s => fewRows(s).join(dim(s), "k").groupBy("i").agg(sum("attr")),
       conf :+ (SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key -> "1.0"): _*)
     assert(mergesAfterJoinShuffle(d.plan(on = true, adaptive = true)))
     val distinctOnly = run(s =>
