@@ -5,8 +5,8 @@ import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.skewagg._
 import org.apache.spark.sql.skewagg.PlanningFallback.{check, columnar, logical, physical, strategy}
 import org.apache.spark.sql.skewagg.localagg.{
-  DropUnneededMergeAfterShuffle, LocalAggregateBeforeJoin, PartialAggregateBeforeRepartition,
-  PlanPartialAggregates
+  BroadcastJoinBelowLocalAggregate, DropUnneededMergeAfterShuffle, LocalAggregateBeforeJoin,
+  PartialAggregateBeforeRepartition, PlanPartialAggregates
 }
 import org.apache.spark.sql.skewagg.singlekey.PlanHolisticAggregatesSortBased
 import org.apache.spark.sql.skewagg.skewsplit.{
@@ -54,6 +54,9 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     // Physical planning: holistic aggregates (percentile, mode) of batch queries, one key at a
     // time.
     extensions.injectPlannerStrategy(s => strategy(PlanHolisticAggregatesSortBased(s)))
+    // Adaptive query-stage preparation, first (as Spark's join selection comes before its
+    // preparation rules): broadcast a join below a local aggregate whose side became small.
+    extensions.injectQueryStagePrepRule(s => physical(BroadcastJoinBelowLocalAggregate(s)))
     // Adaptive query-stage preparation: split a skewed user repartition below an aggregate.
     extensions.injectQueryStagePrepRule(s => physical(SplitSkewedShuffleBelowAggregate(s)))
     // Adaptive query-stage preparation: split a skewed join below an aggregate, exchange partials.

@@ -56,8 +56,9 @@ case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartit
   }
 
   /** The rewrite, and what a rule decided about it at run time, if one did. */
-  def decision: String =
-    rewrite + getTagValue(SkewAggLocalStageExec.RunTimeDecision).fold("")("; " + _)
+  def decision: String = (rewrite +: Seq(
+    SkewAggLocalStageExec.RunTimeDecision,
+    SkewAggLocalStageExec.RunTimeJoin).flatMap(getTagValue)).mkString("; ")
 
   override def simpleString(maxFields: Int): String = s"SkewAggLocalStage [$decision]"
   override def nodeName: String = "SkewAggLocalStage"
@@ -97,6 +98,9 @@ object SkewAggLocalStageExec {
 
   /** What a rule decided at run time about the rewrite's next step (after its exchange). */
   val RunTimeDecision: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.runTimeDecision")
+
+  /** What a rule decided at run time about the join the rewrite's rows go into. */
+  val RunTimeJoin: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.runTimeJoin")
 
   /** `plan` (a partial aggregate) under a local-stage marker, unless already marked. */
   def mark(plan: SparkPlan, rewrite: String, skewedPartitions: Int = 0): SparkPlan = plan match {

@@ -50,6 +50,7 @@ class PlanningFallbackSuite extends SkewAggSuiteBase with BeforeAndAfterAll {
     "PlanPartialAggregates" -> false,
     "PartialAggregateBeforeRepartition" -> false,
     "PlanHolisticAggregatesSortBased" -> false,
+    "BroadcastJoinBelowLocalAggregate" -> true,
     "SplitSkewedShuffleBelowAggregate" -> true,
     "SplitSkewedJoinBelowAggregate" -> true,
     "SplitSkewedBucketsBelowAggregate" -> true,

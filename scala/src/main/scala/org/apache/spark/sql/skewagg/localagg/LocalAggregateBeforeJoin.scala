@@ -149,7 +149,9 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
    * The join is planned here, and every physical node planned from `newJoin` or `local` links to
    * `agg` as its logical plan, as the nodes of Spark's own multi-phase aggregates do: adaptive
    * execution's logical plan (the optimized plan, which holds `agg`, not `newJoin`) then finds the
-   * query stages below the rewrite, and re-plans `agg` from them.
+   * query stages below the rewrite, and re-plans `agg` from them. That re-plans the join as part
+   * of one stage, never as a broadcast join, so the join is tagged for
+   * [[BroadcastJoinBelowLocalAggregate]] unless a join strategy hint chose it.
    */
   private def plan(
       agg: Aggregate,
@@ -161,8 +163,15 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       result: Seq[NamedExpression]): Option[SparkPlan] = {
     val planner = SessionStates.of(session).planner
     val join = planner.plan(newJoin).next()
+    val hinted = newJoin match {
+      case j: Join => Seq(j.hint.leftHint, j.hint.rightHint).flatten.exists(_.strategy.isDefined)
+      case _ => true
+    }
     join.foreach { node =>
       if (node.logicalLink.exists(l => (l eq newJoin) || (l eq local))) {
+        if (!hinted && node.logicalLink.exists(_ eq newJoin)) {
+          node.setTagValue(BroadcastJoinBelowLocalAggregate.MayBroadcast, ())
+        }
         node.setTagValue(SparkPlan.LOGICAL_PLAN_TAG, agg)
       }
     }

@@ -6,7 +6,7 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.catalyst.expressions.aggregate.PartialMerge
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
-import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.execution.joins.{BaseJoinExec, BroadcastHashJoinExec, ShuffledJoin}
 import org.apache.spark.sql.expressions.Aggregator
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
@@ -44,7 +44,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
 
   /** A join whose subtree aggregates partially before the join's input. */
   private def aggregatesBeforeJoin(plan: SparkPlan): Boolean =
-    nodes[ShuffledJoin](plan).exists(_.children.exists(c =>
+    nodes[BaseJoinExec](plan).exists(_.children.exists(c =>
       find(c)(PartialAggregates.isPartial).isDefined))
 
   private def assertLocal(d: Differential): Unit = for (adaptive <- Seq(false, true)) {
@@ -369,6 +369,32 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     assertLocal(run(s =>
       fact(s, skewed = true).join(dim(s).join(small(s), "attr"), "k").groupBy("k", "w")
         .agg(sum("v"))))
+  }
+
+  test("a side small at run time: the join below the local aggregate broadcast, as vanilla's") {
+    // Planned without broadcasts (the static threshold off); at run time dim's 50 rows fit the
+    // adaptive threshold, and vanilla's adaptive execution broadcasts them.
+    val small = conf :+ (SQLConf.ADAPTIVE_AUTO_BROADCASTJOIN_THRESHOLD.key -> "100k")
+    val query = (s: SparkSession) =>
+      fact(s, skewed = true).join(dim(s).where(col("k") < 50), "k").groupBy("attr").agg(sum("v"))
+    val d = differential(query, small: _*)
+    assertLocal(d)
+    for (on <- Seq(false, true)) {
+      assert(nodes[BroadcastHashJoinExec](d.plan(on, adaptive = true)).nonEmpty, d.plan(on, true))
+    }
+    assert(nodes[BroadcastHashJoinExec](d.plan(on = true, adaptive = false)).isEmpty)
+    val text = SkewAggExplain.explain(d.plan(on = true, adaptive = true))
+    assert(text.contains("the join broadcast at run time: its right side's stage holds "), text)
+    // A join strategy hint keeps the join as planned; so does a threshold of -1.
+    val hinted = differential(
+      s =>
+        fact(s, skewed = true).join(dim(s).where(col("k") < 50).hint("merge"), "k")
+          .groupBy("attr").agg(sum("v")),
+      small: _*)
+    assert(nodes[BroadcastHashJoinExec](hinted.plan(on = true, adaptive = true)).isEmpty)
+    val off =
+      differential(query, conf :+ (SQLConf.ADAPTIVE_AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1"): _*)
+    assert(nodes[BroadcastHashJoinExec](off.plan(on = true, adaptive = true)).isEmpty)
   }
 
   test("keys repeated across tasks: the merge after the join's shuffle stays, and says why") {
