@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 import skewagg
-from conftest import differential
+from conftest import differential, session_settings
 from subprocesses import child_env, report, spark_submit
 from test_spark_submit import _spark_home, _submit_args
 
@@ -23,34 +23,29 @@ SPLIT_CONF = {
     "spark.skewagg.skew.minSplitSize": "1k",
     "spark.skewagg.skew.taskSlots": "64",
     "spark.skewagg.window.split.minKeyRows": "100",
-    "spark.sql.shuffle.partitions": "6",
+    "spark.sql.shuffle.partitions": "32",
 }
 
 
 @pytest.fixture
 def split_conf(spark: SparkSession) -> Iterator[None]:
-    saved = {key: spark.conf.get(key, None) for key in SPLIT_CONF}
-    for key, value in SPLIT_CONF.items():
-        spark.conf.set(key, value)
-    yield
-    for key, value in saved.items():
-        if value is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, value)
+    with session_settings(spark, SPLIT_CONF):
+        yield
 
 
 def _skewed(spark: SparkSession) -> DataFrame:
     """(k, o, i, v): key 0 holds 30% of 30,000 rows in 8 partitions; o unique, i with ties."""
     return spark.range(0, 30000, 1, 8).select(
-        F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(F.col("id") % 97).alias("k"),
+        F.when(F.col("id") % 10 < 3, F.lit(0))
+        .otherwise((F.col("id") * 7919) % 1000 + 1).alias("k"),
         ((F.col("id") * 7919) % 30000).alias("o"),
         (F.col("id") % 13).alias("i"),
         ((F.col("id") * 31) % 1000 - 400).alias("v"),
     )
 
 
-def test_running_sums_and_ranks_split_with_sparks_rows(spark: SparkSession, split_conf) -> None:
+@pytest.mark.usefixtures("split_conf")
+def test_running_sums_and_ranks_split_with_sparks_rows(spark: SparkSession) -> None:
     by_i = Window.partitionBy("k").orderBy(F.col("i").desc())
     plans = differential(spark, lambda s: _skewed(s).select(
         "k", "o",
@@ -63,7 +58,8 @@ def test_running_sums_and_ranks_split_with_sparks_rows(spark: SparkSession, spli
         assert not plans[other].has("HotKeySplitWindowExec"), plans[other]
 
 
-def test_row_number_split_and_explained(spark: SparkSession, split_conf) -> None:
+@pytest.mark.usefixtures("split_conf")
+def test_row_number_split_and_explained(spark: SparkSession) -> None:
     plans = differential(spark, lambda s: _skewed(s).select(
         "k", "o", F.row_number().over(Window.partitionBy("k").orderBy("o")).alias("rn")))
     assert plans[(True, True)].has("HotKeySplitWindowExec"), plans[(True, True)]

@@ -10,11 +10,12 @@ from pyspark.sql import SparkSession
 import skewagg
 from plans import Plan, reported
 
-spark = SparkSession.builder.config("spark.sql.shuffle.partitions", "6").getOrCreate()
+spark = SparkSession.builder.config("spark.sql.shuffle.partitions", "32").getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
 spark.sql(
-    "SELECT CASE WHEN id % 10 < 3 THEN 0 ELSE id % 97 END AS k, (id * 7919) % 30000 AS o, "
-    "id % 13 AS i, (id * 31) % 1000 - 400 AS v FROM range(0, 30000, 1, 8)"
+    "SELECT CASE WHEN id % 10 < 3 THEN 0 ELSE (id * 7919) % 1000 + 1 END AS k, "
+    "(id * 7919) % 30000 AS o, id % 13 AS i, (id * 31) % 1000 - 400 AS v "
+    "FROM range(0, 30000, 1, 8)"
 ).createOrReplaceTempView("t")
 # One window spec a query: a window over another on the same key is not split (the upper one
 # needs the lower one's partitioning).

@@ -1,5 +1,6 @@
 package org.apache.spark.sql.skewagg.explain
 
+import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
 import org.apache.spark.sql.execution.{
@@ -70,7 +71,11 @@ object SkewAggExplain {
       case s: SkewAggWindowExec =>
         (s.partitionSpec, window.output.drop(window.children.head.output.size))
     }
-    s"PARTITION BY ${keys.map(_.sql).mkString(", ")}: ${functions.map(_.name).mkString(", ")}"
+    val names = keys.map {
+      case a: Attribute => a.name
+      case other => other.sql
+    }
+    s"PARTITION BY ${names.mkString(", ")}: ${functions.map(_.name).mkString(", ")}"
   }
 
   /**

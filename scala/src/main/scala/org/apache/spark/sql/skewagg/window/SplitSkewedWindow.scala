@@ -3,6 +3,7 @@ package org.apache.spark.sql.skewagg.window
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.SortOrder
 import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.execution.{FilterExec, ProjectExec, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.ShuffleQueryStageExec
 import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ValidateRequirements}
@@ -24,7 +25,8 @@ import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritt
  * Spark's result. Nothing changes when no partition is skewed.
  *
  * Refuses (recorded on the window) when skewagg or `spark.skewagg.window.enabled` is off, the
- * window has no PARTITION BY, a function or frame cannot be split ([[WindowSplitSupport]]), the
+ * window has no PARTITION BY, a key is a collated string (the split routes keys as binary rows),
+ * a function or frame cannot be split ([[WindowSplitSupport]]), the
  * input is not deterministic (it is read more than once), or a node above relies on the window's
  * output being hash-partitioned by its keys (another window or aggregate on those keys).
  */
@@ -65,6 +67,9 @@ case class SplitSkewedWindow(session: SparkSession) extends Rule[SparkPlan] {
       None
     } else if (window.partitionSpec.isEmpty) {
       refuse("the window has no PARTITION BY: its one partition is not split.")
+    } else if (!window.partitionSpec.forall(k => UnsafeRowUtils.isBinaryStable(k.dataType))) {
+      refuse("a PARTITION BY key is a collated string: keys equal but not byte-equal would be " +
+        "routed apart.")
     } else if (!input(window).forall(_.expressions.forall(_.deterministic)) ||
       !window.windowExpression.forall(_.deterministic)) {
       refuse("the window's input is not deterministic, and a split reads it more than once.")

@@ -112,8 +112,8 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
   }
 
   test("integral sums in ANSI mode: the running sum overflows where Spark's does") {
-    val big =
-      s"(CASE WHEN (o DIV 10) % 2 = 0 THEN ${Long.MaxValue / 1024} ELSE ${-Long.MaxValue / 1024} END)"
+    val unit = Long.MaxValue / 1024
+    val big = s"(CASE WHEN (o DIV 10) % 2 = 0 THEN $unit ELSE ${-unit} END)"
     assertSplit(windowed(
       s"sum($big) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND " +
         "CURRENT ROW) AS s",
