@@ -49,7 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Dict, List
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 import skewagg
@@ -96,6 +96,8 @@ VARIANT_CONF = {
     "skewagg": {"spark.skewagg.enabled": "true"},
     "skewagg+hint": {"spark.skewagg.enabled": "true"},
     "skewagg@64": {"spark.skewagg.enabled": "true", "spark.skewagg.skew.taskSlots": "64"},
+    "skewagg@64+float": {"spark.skewagg.enabled": "true", "spark.skewagg.skew.taskSlots": "64",
+                         "spark.skewagg.window.split.floatingPoint.enabled": "true"},
     "skewagg+collect": {"spark.skewagg.enabled": "true",
                         "spark.skewagg.singleKey.collect.enabled": "true"},
 }
@@ -249,6 +251,17 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
         return (lines.join(orders, ["k", "j"]).groupBy("k", "j", "attr")
                 .agg(F.sum(F.col("v") * (1 - F.col("i") / 100)).alias("s")))
 
+    def window_sum() -> DataFrame:
+        return fact.select("k", F.sum("v").over(Window.partitionBy("k")).alias("s"))
+
+    def window_running_sum() -> DataFrame:
+        # RANGE frame (the default with ORDER BY): i has ties, a peer group per value.
+        return fact.select("k", F.sum("v").over(Window.partitionBy("k").orderBy("i")).alias("s"))
+
+    def window_row_number() -> DataFrame:
+        return fact.select(
+            "k", F.row_number().over(Window.partitionBy("k").orderBy("v")).alias("s"))
+
     holistic = ["vanilla", "skewagg", "skewagg@64"]
     plain = ["vanilla", "skewagg", "skewagg+hint", "skewagg@64"]
     return {
@@ -267,6 +280,11 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
                      "pre": join_distinct_pre},
         "unique-key-join": {"query": unique_key_join, "variants": plain},
         "three-way-join": {"query": three_way_join, "variants": plain},
+        "window-sum": {"query": window_sum, "variants": holistic},
+        # v is a double: split only with spark.skewagg.window.split.floatingPoint.enabled.
+        "window-running-sum": {"query": window_running_sum,
+                               "variants": holistic + ["skewagg@64+float"]},
+        "window-row-number": {"query": window_row_number, "variants": holistic},
     }
 
 

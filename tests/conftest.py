@@ -4,6 +4,7 @@ spark.jars and spark.sql.extensions are read only when the first SparkContext st
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 from typing import Callable, Dict, Iterator, List, Tuple
 
@@ -37,6 +38,22 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@contextmanager
+def session_settings(spark: SparkSession, settings: Dict[str, str]) -> Iterator[None]:
+    """``settings`` set on ``spark`` for the block, then put back as they were."""
+    saved = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
 
 
 def differential(

@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import skewagg
-from conftest import differential
+from conftest import differential, session_settings
 
 SETTINGS = {
     "spark.sql.shuffle.partitions": "32",
@@ -21,15 +21,8 @@ SETTINGS = {
 
 @pytest.fixture
 def small_skew_settings(spark: SparkSession) -> Iterator[None]:
-    saved = {key: spark.conf.get(key, None) for key in SETTINGS}
-    for key, value in SETTINGS.items():
-        spark.conf.set(key, value)
-    yield
-    for key, value in saved.items():
-        if value is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, value)
+    with session_settings(spark, SETTINGS):
+        yield
 
 
 def fact(spark: SparkSession, skewed: bool) -> DataFrame:

@@ -37,7 +37,7 @@ def explain_text(df: "DataFrame", run: bool = False) -> str:
 
 
 def explain(df: "DataFrame", run: bool = False) -> None:
-    """Prints, for every aggregate of ``df``'s query, whether skewagg rewrote it and why or why
-    not, with the numbers it used. With ``run=True``, runs the query first (adaptive plans are
-    decided at run time)."""
+    """Prints, for every aggregate and window of ``df``'s query, whether skewagg rewrote it and why
+    or why not, with the numbers it used. With ``run=True``, runs the query first (adaptive plans
+    are decided at run time)."""
     print(explain_text(df, run=run), end="")

@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.skewagg.{
   BottomPartialAggregateExec, PartialAggregates, PlanNodes, SessionStates, SkewAggAggregateExec,
-  SkewAggConf, SkewAggLocalStageExec, SkewedPartitions
+  SkewAggConf, SkewAggLocalStageExec, SkewAggWindowExec, SkewedPartitions
 }
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 import org.apache.spark.sql.skewagg.monitor.TaskTimeRecorder
@@ -30,7 +30,8 @@ object PythonBridge {
    * is `{"name": class name, "parent": index of the operator it feeds or -1}`, with
    * `"partial"` for aggregates (a partial half), `"origin"` for shuffles (e.g.
    * `REPARTITION_BY_COL`), `"skewJoin"` for shuffled joins, `"decision"` for skewagg's own
-   * operators (what they print in the plan) and `"metrics"` for its aggregates (name: value).
+   * operators (what they print in the plan) and `"metrics"` for its aggregates and windows
+   * (name: value).
    */
   def operators(plan: SparkPlan): String = PlanNodes.withParents(plan).map { case (node, parent) =>
     val details = node match {
@@ -42,14 +43,17 @@ object PythonBridge {
     }
     val decision = node match {
       case m: SkewAggLocalStageExec => Seq("decision" -> quoted(m.decision))
-      case a: SkewAggAggregateExec =>
-        val metrics = a.metrics.toSeq.sortBy(_._1).map { case (k, m) => s"${quoted(k)}:${m.value}" }
-        Seq("decision" -> quoted(a.decision), "metrics" -> metrics.mkString("{", ",", "}"))
+      case a: SkewAggAggregateExec => Seq("decision" -> quoted(a.decision), metricsOf(a))
+      case w: SkewAggWindowExec => Seq("decision" -> quoted(w.decision), metricsOf(w))
       case _ => Nil
     }
     (Seq("name" -> quoted(node.getClass.getSimpleName), "parent" -> parent.toString) ++
       details ++ decision).map { case (k, v) => s""""$k":$v""" }.mkString("{", ",", "}")
   }.mkString("[", ",", "]")
+
+  private def metricsOf(node: SparkPlan): (String, String) = "metrics" ->
+    node.metrics.toSeq.sortBy(_._1).map { case (k, m) => s"${quoted(k)}:${m.value}" }
+      .mkString("{", ",", "}")
 
   /** `text` as a JSON string. */
   private def quoted(text: String): String = "\"" + text.flatMap {

@@ -9,6 +9,7 @@ import org.apache.spark.sql.skewagg.localagg.{
   PartialAggregateBeforeRepartition, PlanPartialAggregates
 }
 import org.apache.spark.sql.skewagg.singlekey.PlanHolisticAggregatesSortBased
+import org.apache.spark.sql.skewagg.window.SplitSkewedWindow
 import org.apache.spark.sql.skewagg.skewsplit.{
   CoalescePartialResultExchanges, PlanColumnarHook, SplitSkewedBucketsBelowAggregate,
   SplitSkewedJoinBelowAggregate, SplitSkewedShuffleBelowAggregate
@@ -63,6 +64,9 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectQueryStagePrepRule(s => physical(SplitSkewedJoinBelowAggregate(s)))
     // Adaptive query-stage preparation: read skewed buckets unbucketed below an aggregate.
     extensions.injectQueryStagePrepRule(s => physical(SplitSkewedBucketsBelowAggregate(s)))
+    // Adaptive query-stage preparation: split the hot keys of a skewed window's partitions by
+    // ranges of the window's order.
+    extensions.injectQueryStagePrepRule(s => physical(SplitSkewedWindow(s)))
     // Adaptive query-stage optimization: read the partial-result exchanges skewagg added in
     // coalesced partitions.
     extensions.injectQueryStageOptimizerRule(s => physical(CoalescePartialResultExchanges(s)))

@@ -395,6 +395,58 @@ object SkewAggConf {
       .intAtLeast(1)
       .createWithDefault(Int.MaxValue))
 
+  val WINDOW_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.window.enabled")
+      .doc("Batch window functions over a skewed window partition: when adaptive execution " +
+        "finds a partition of the window's shuffle skewed (spark.skewagg.skew.*), its hot keys " +
+        "are split by ranges of the window's ORDER BY across several tasks, each of which " +
+        "learns from the splits before it where its rows stand (rows, peer groups, partial " +
+        "aggregates), so every row gets Spark's own result (HotKeySplitWindow). Whole-partition " +
+        "and running frames of count, sum, min, max and avg, and row_number, rank and " +
+        "dense_rank are split; docs/window.md lists what is not and why.")
+      .version("0.1.0")
+      .trueOrFalse
+      .createWithDefault(true))
+
+  val WINDOW_SPLIT_MIN_KEY_ROWS: ConfigEntry[Long] = listed(
+    buildConf("spark.skewagg.window.split.minKeyRows")
+      .doc("HotKeySplitWindow: a key of a skewed window partition is split only when a sample " +
+        "of that partition estimates at least this many rows for it. It is split into about " +
+        "(its rows / the rows of one piece of the skewed partition, pieces of " +
+        "spark.skewagg.skew.minSplitSize or the average partition) tasks, at most " +
+        "spark.skewagg.window.split.maxSplits.")
+      .version("0.1.0")
+      .longAtLeast(1)
+      .createWithDefault(1000000L))
+
+  val WINDOW_SPLIT_MAX_SPLITS: ConfigEntry[Int] = listed(
+    buildConf("spark.skewagg.window.split.maxSplits")
+      .doc("HotKeySplitWindow: the largest number of tasks one hot key is split into.")
+      .version("0.1.0")
+      .intAtLeast(2)
+      .createWithDefault(256))
+
+  val WINDOW_SPLIT_SAMPLE_SIZE: ConfigEntry[Int] = listed(
+    buildConf("spark.skewagg.window.split.sampleSize")
+      .doc("HotKeySplitWindow: how many rows (keys and ORDER BY values) of the skewed " +
+        "partitions the sample that finds hot keys and their order ranges keeps in total. " +
+        "Estimates only decide where rows go, never a result.")
+      .version("0.1.0")
+      .intAtLeast(1)
+      .createWithDefault(100000))
+
+  val WINDOW_SPLIT_FLOATING_POINT_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.window.split.floatingPoint.enabled")
+      .doc("Also split windows with an ORDER BY whose sum or avg adds float or double values " +
+        "(or avg adds integral values in a double). Spark adds them one row at a time in " +
+        "the window's order; a split adds each range apart and then the ranges, so results " +
+        "may differ from Spark's in the last digits. Off by default: such windows keep " +
+        "Spark's plan. Windows without ORDER BY are split either way (Spark's own order of " +
+        "addition there is the order rows arrive in).")
+      .version("0.1.0")
+      .trueOrFalse
+      .createWithDefault(false))
+
   val TEST_FAIL_RULE: ConfigEntry[String] = listed(
     buildConf("spark.skewagg.test.failRule")
       .internal()

@@ -29,6 +29,17 @@ trait SkewAggAggregateExec extends SkewAggRewriteExec { self: SparkPlan =>
 }
 
 /**
+ * An operator of skewagg's own that replaces Spark's window (a window's hot keys split by
+ * order): the explanation lists it as a window and prints `decision`.
+ */
+trait SkewAggWindowExec extends SkewAggRewriteExec { self: SparkPlan =>
+  def partitionSpec: Seq[org.apache.spark.sql.catalyst.expressions.Expression]
+
+  /** What it did, with its numbers once it ran (skewed partitions, hot keys, splits). */
+  def decision: String
+}
+
+/**
  * Marks, in the executed plan and the Spark UI, the local (partial) stage of an aggregate that a
  * skewagg rule rewrote: it sits directly above that partial aggregate, passes its rows through
  * unchanged (inside the aggregate's whole-stage codegen, if it has one), counts them, and names

@@ -38,7 +38,9 @@ class PlanningFallbackSuite extends SkewAggSuiteBase with BeforeAndAfterAll {
       |UNION ALL
       |SELECT k, percentile(v, 0.5) FROM fallback_fact GROUP BY k
       |UNION ALL
-      |SELECT k, sum(v) FROM fallback_bucketed GROUP BY k""".stripMargin
+      |SELECT k, sum(v) FROM fallback_bucketed GROUP BY k
+      |UNION ALL
+      |SELECT k, sum(v) OVER (PARTITION BY k) FROM fallback_fact""".stripMargin
 
   /** Each registered step, and whether it runs only under adaptive execution. */
   private val steps = Seq(
@@ -54,6 +56,7 @@ class PlanningFallbackSuite extends SkewAggSuiteBase with BeforeAndAfterAll {
     "SplitSkewedShuffleBelowAggregate" -> true,
     "SplitSkewedJoinBelowAggregate" -> true,
     "SplitSkewedBucketsBelowAggregate" -> true,
+    "SplitSkewedWindow" -> true,
     "CoalescePartialResultExchanges" -> true,
     "DropUnneededMergeAfterShuffle" -> true,
     "PlanColumnarHook" -> false)

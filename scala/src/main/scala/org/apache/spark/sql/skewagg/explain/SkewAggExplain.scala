@@ -1,5 +1,6 @@
 package org.apache.spark.sql.skewagg.explain
 
+import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
 import org.apache.spark.sql.execution.{
@@ -12,11 +13,12 @@ import org.apache.spark.sql.execution.adaptive.{
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
+import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
   FusedAggregates, PartialAggregates, PlanNodes, PlanningFallback, SkewAggAggregateExec,
   SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
-  SkewAggRewriteExec, SkewedPartitions
+  SkewAggRewriteExec, SkewAggWindowExec, SkewedPartitions
 }
 
 /**
@@ -36,7 +38,10 @@ import org.apache.spark.sql.skewagg.{
  */
 object SkewAggExplain {
 
-  /** One paragraph per aggregate of `plan` (executed; for adaptive queries after they ran). */
+  /**
+   * One paragraph per aggregate of `plan`, then per window (executed; for adaptive queries after
+   * they ran).
+   */
   def explain(plan: SparkPlan): String = {
     val aggregates = nodes(plan).filter {
       case a: BaseAggregateExec => !PartialAggregates.isPartial(a)
@@ -44,12 +49,52 @@ object SkewAggExplain {
       case PythonAggregates(_, _) => true
       case _ => false
     }
+    val windows = nodes(plan).filter {
+      case _: WindowExec | _: SkewAggWindowExec => true
+      case _ => false
+    }
     val fellBack = fallbacks(plan).map(f => s"fallback: $f\n").mkString
-    if (aggregates.isEmpty) return fellBack + "skewagg: the query has no aggregate.\n"
+    if (aggregates.isEmpty && windows.isEmpty) {
+      return fellBack + "skewagg: the query has no aggregate.\n"
+    }
     val adaptive = unfinishedAdaptive(plan)
     fellBack + aggregates.zipWithIndex.map { case (agg, i) =>
       s"aggregate ${i + 1}: ${label(agg)}\n  ${decide(agg, adaptive)}\n"
+    }.mkString + windows.zipWithIndex.map { case (window, i) =>
+      s"window ${i + 1}: ${windowLabel(window)}\n  ${decideWindow(window, adaptive)}\n"
     }.mkString
+  }
+
+  private def windowLabel(window: SparkPlan): String = {
+    val (keys, functions) = window match {
+      case w: WindowExec => (w.partitionSpec, w.windowExpression)
+      case s: SkewAggWindowExec =>
+        (s.partitionSpec, window.output.drop(window.children.head.output.size))
+    }
+    val names = keys.map {
+      case a: Attribute => a.name
+      case other => other.sql
+    }
+    s"PARTITION BY ${names.mkString(", ")}: ${functions.map(_.name).mkString(", ")}"
+  }
+
+  /**
+   * What was recorded about a window: on it, or on the first stage below it (adaptive execution
+   * keeps its previous plan objects when a rule changes nothing).
+   */
+  private def decideWindow(window: SparkPlan, adaptiveNotRun: Boolean): String = window match {
+    case s: SkewAggWindowExec => s"rewritten: ${s.decision}"
+    case _ =>
+      def down(plan: SparkPlan): Seq[SparkPlan] = plan +: (plan match {
+        case _: QueryStageExec | _: ReusedExchangeExec | _: ShuffleExchangeLike => Nil
+        case other => other.children.flatMap(down)
+      })
+      val recorded = down(window).flatMap(SkewAggDecisions.of).distinct
+      if (recorded.nonEmpty) recorded.map(_.text).mkString("\n  ")
+      else if (adaptiveNotRun) "not decided yet: the query has not run (skewagg decides on the " +
+        "sizes of the window's shuffle once it ran)."
+      else "Spark's window: skewagg splits a window's hot keys only under adaptive execution, " +
+        "on the sizes of its shuffle."
   }
 
   /**

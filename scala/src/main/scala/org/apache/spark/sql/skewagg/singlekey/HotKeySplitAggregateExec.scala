@@ -18,7 +18,9 @@ import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.metric.{
   SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter
 }
-import org.apache.spark.sql.skewagg.{SkewAggAggregateExec, SkewAggConf, TaskSlots}
+import org.apache.spark.sql.skewagg.{
+  ExternalSorts, HotKeyRanges, SkewAggAggregateExec, SkewAggConf, SplitRanks, TaskSlots
+}
 
 /**
  * [[SingleKeyAggregateExec]] whose hot keys are split by value across several tasks, so that the
@@ -110,7 +112,7 @@ case class HotKeySplitAggregateExec(
     val ranges = HotKeyRanges.sample(
       input,
       groupingAttributes,
-      sortValue,
+      Seq(SortOrder(sortValue, Ascending)),
       child.output,
       conf.numShufflePartitions,
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS),
@@ -121,7 +123,10 @@ case class HotKeySplitAggregateExec(
       conf.getConf(SkewAggConf.SKEW_FACTOR))
     setTagValue(
       HotKeySplitAggregateExec.Split,
-      ranges.describe(conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS)))
+      ranges.describe(
+        "value",
+        conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS),
+        SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key))
     longMetric("hotKeys").set(ranges.hotKeys.size.toLong)
     longMetric("splits").set(ranges.numSplits.toLong)
 
@@ -148,10 +153,10 @@ case class HotKeySplitAggregateExec(
       input: RDD[InternalRow],
       ranges: HotKeyRanges): ShuffleDependency[Int, InternalRow, InternalRow] = {
     val keys = groupingAttributes
-    val value = sortValue
+    val order = Seq(SortOrder(sortValue, Ascending))
     val inputAttributes = child.output
     val withPartitionIds = input.mapPartitionsWithIndexInternal { (_, rows) =>
-      val partitionOf = ranges.router(keys, value, inputAttributes)
+      val partitionOf = ranges.router(keys, order, inputAttributes)
       val pair = new org.apache.spark.util.MutablePair[Int, InternalRow]()
       // Rows are written as they come, unless there are more than 16M partitions (never here):
       // as ShuffleExchangeExec, no copy.
@@ -179,7 +184,7 @@ case class HotKeySplitAggregateExec(
     partitions.mapPartitionsWithIndexInternal { (partIndex, input) =>
       if (!input.hasNext) Iterator.empty
       else {
-        val sorted = HotKeySplitAggregateExec.sort(
+        val sorted = ExternalSorts.sort(
           input.map { row => rowsRead += 1; row },
           byKeyAndValue,
           sortSpill)
@@ -277,7 +282,7 @@ case class HotKeySplitAggregateExec(
           val found = wanted.map(r => new Array[AnyRef](r.length))
           val seen = new Array[Long](wanted.length)
           val next = new Array[Int](wanted.length)
-          HotKeySplitAggregateExec.sort(rows, byValue, sortSpill).foreach { row =>
+          ExternalSorts.sort(rows, byValue, sortSpill).foreach { row =>
             var j = 0
             while (j < wanted.length) {
               seen(j) += boundPercentiles(j).weight(row)
@@ -357,21 +362,4 @@ object HotKeySplitAggregateExec {
 
   /** Which hot keys the run split, and the sample's numbers it decided on (set when it runs). */
   val Split: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.hotKeySplit")
-
-  /**
-   * `rows` sorted with the external sorter of `by` (as SortExec runs it); the bytes it spilled
-   * are added to `spillSize` and its peak memory to the task's (as SortExec does).
-   */
-  def sort(
-      rows: Iterator[InternalRow],
-      by: SortExec,
-      spillSize: SQLMetric): Iterator[InternalRow] = {
-    val sorter = by.createSorter()
-    val taskMetrics = TaskContext.get().taskMetrics()
-    val spilledBefore = taskMetrics.memoryBytesSpilled
-    val sorted = sorter.sort(rows.asInstanceOf[Iterator[UnsafeRow]]) // reads all rows first
-    spillSize += taskMetrics.memoryBytesSpilled - spilledBefore
-    taskMetrics.incPeakExecutionMemory(sorter.getPeakMemoryUsage)
-    sorted
-  }
 }

@@ -1,4 +1,4 @@
-package org.apache.spark.sql.skewagg.singlekey
+package org.apache.spark.sql.skewagg
 
 import org.scalatest.funsuite.AnyFunSuite
 

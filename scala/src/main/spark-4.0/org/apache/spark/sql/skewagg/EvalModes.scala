@@ -1,4 +1,4 @@
-package org.apache.spark.sql.skewagg.localagg
+package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.catalyst.expressions.{
   Add, BinaryArithmetic, Divide, EvalMode, IntegralDivide, Multiply, Pmod, Remainder, Subtract

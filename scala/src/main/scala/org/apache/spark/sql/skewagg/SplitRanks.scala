@@ -1,8 +1,8 @@
-package org.apache.spark.sql.skewagg.singlekey
+package org.apache.spark.sql.skewagg
 
 /**
- * Where a hot key's ranks lie among its splits (the rank arithmetic of
- * [[HotKeySplitAggregateExec]]). `held(i)` is how many ranks split `i` holds, in value order:
+ * Where a hot key's ranks lie among its splits (the rank arithmetic of a key split by
+ * [[HotKeyRanges]]). `held(i)` is how many ranks split `i` holds, in order:
  * split `i` holds the key-wide ranks `offsets(i) until offsets(i + 1)`. Ranks are 0-based.
  */
 final case class SplitRanks(held: IndexedSeq[Long]) {

@@ -1,4 +1,4 @@
-package org.apache.spark.sql.skewagg.singlekey
+package org.apache.spark.sql.skewagg
 
 import scala.collection.mutable.ArrayBuffer
 import scala.reflect.ClassTag
@@ -7,28 +7,26 @@ import org.apache.spark.RangePartitioner
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
-  Ascending, Attribute, AttributeReference, BaseOrdering, BoundReference, Expression, Literal,
-  Murmur3Hash, Pmod, RowOrdering, SortOrder, UnsafeProjection, UnsafeRow
+  Attribute, AttributeReference, BaseOrdering, BoundReference, Expression, Literal, Murmur3Hash,
+  Pmod, RowOrdering, SortOrder, UnsafeProjection, UnsafeRow
 }
-import org.apache.spark.sql.skewagg.SkewAggConf
-import org.apache.spark.sql.types.DataType
 
 /**
- * Where each row of a grouped input goes when hot keys are split by value (the routing of
- * [[HotKeySplitAggregateExec]]'s shuffle).
+ * Where each row of a keyed input goes when hot keys are split by order (the routing of the
+ * shuffles that split a hot key's rows across tasks: a percentile's values, a window's rows).
  *
  * Partitions `0 until hashPartitions` hold the ordinary keys, by Spark's Murmur3 hash of the key
  * as a hash shuffle places them. After them come the hot keys' splits: hot key `h` owns the
- * partitions `h.firstPartition to h.firstPartition + h.bounds.length`; a row of `h` with value `v`
- * goes to the first of them whose upper bound is >= v (the last one has none), in the ascending,
- * nulls-first order of the value's type, so values equal under that order (-0.0 and 0.0, NaNs)
- * always meet in one split, and the splits of a key, read in partition order, hold its values in
- * ascending order: a split's rank offset within its key is the sum of the ranks the splits
- * before it hold.
+ * partitions `h.firstPartition to h.firstPartition + h.bounds.length`; a row of `h` whose order
+ * tuple is `v` goes to the first of them whose upper bound is >= v (the last one has none), in
+ * the order's directions and null orderings (`SortOrder`s, compared as SortExec compares them),
+ * so tuples equal under that order (-0.0 and 0.0, NaNs, peers of a window) always meet in one
+ * split, and the splits of a key, read in partition order, hold its rows in that order: a split's
+ * rank offset within its key is the sum of the ranks the splits before it hold.
  *
- * `keys` and `bounds` are binary rows (the grouping keys, normalized as Spark normalizes them;
- * one value column): the routing is a pure function of a row, so a retried map task sends every
- * row where the first attempt did.
+ * `keys` and `bounds` are binary rows (the keys, normalized as Spark normalizes them; the order
+ * tuple): the routing is a pure function of a row, so a retried map task sends every row where
+ * the first attempt did.
  */
 final case class HotKeyRange(key: UnsafeRow, firstPartition: Int, bounds: Array[UnsafeRow]) {
   def numSplits: Int = bounds.length + 1
@@ -56,18 +54,20 @@ final case class HotKeyRanges(
   def splitPartitions: Range = hashPartitions until numPartitions
   def numSplits: Int = numPartitions - hashPartitions
 
-  /** "1 hot key split by value into 16 tasks: ...", or why none was. */
-  def describe(minKeyRows: Long): String = {
+  /**
+   * "1 hot key split by value into 16 tasks: ...", or why none was; `splitBy` names what the
+   * splits are ranges of, `minKeyRowsKey` the setting that gave `minKeyRows`.
+   */
+  def describe(splitBy: String, minKeyRows: Long, minKeyRowsKey: String): String = {
     val estimate = f"the largest key estimated at $largestKeyRows%,.0f rows from a sample"
     if (hotKeys.nonEmpty) {
       val keys = if (hotKeys.size == 1) "1 hot key" else s"${hotKeys.size} hot keys"
-      f"$keys split by value into $numSplits tasks ($estimate, an average partition " +
+      f"$keys split by $splitBy into $numSplits tasks ($estimate, an average partition " +
         f"$averagePartitionRows%,.0f rows)"
     } else if (largestKeyRows == 0) {
       "no hot key split: the sample read no rows"
     } else if (largestKeyRows < minKeyRows) {
-      s"no hot key split: $estimate, under " +
-        s"${SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key}=$minKeyRows"
+      s"no hot key split: $estimate, under $minKeyRowsKey=$minKeyRows"
     } else if (largestKeyRows <= factor * slotShareRows) {
       f"no hot key split: $estimate, not more than ${factor}x the per-slot share " +
         f"$slotShareRows%,.0f rows on $slots task slots (${SkewAggConf.SKEW_TASK_SLOTS.key})"
@@ -78,11 +78,11 @@ final case class HotKeyRanges(
   }
 
   /**
-   * The partition of each row, built once per task: `keys` and `value` are bound to `input`.
+   * The partition of each row, built once per task: `keys` and `order` are bound to `input`.
    */
   def router(
       keys: Seq[Expression],
-      value: Expression,
+      order: Seq[SortOrder],
       input: Seq[Attribute]): InternalRow => Int = {
     val hash = UnsafeProjection.create(
       Seq(Pmod(new Murmur3Hash(keys), Literal(hashPartitions))),
@@ -91,8 +91,8 @@ final case class HotKeyRanges(
       row => hash(row).getInt(0)
     } else {
       val keyOf = UnsafeProjection.create(keys, input)
-      val valueOf = UnsafeProjection.create(Seq(value), input)
-      val ordering = HotKeyRanges.valueOrdering(value.dataType)
+      val valueOf = UnsafeProjection.create(order.map(_.child), input)
+      val ordering = HotKeyRanges.ordering(order)
       val byKey = new java.util.HashMap[UnsafeRow, HotKeyRange]()
       hotKeys.foreach(h => byKey.put(h.key, h))
       row => {
@@ -106,9 +106,11 @@ final case class HotKeyRanges(
 
 object HotKeyRanges {
 
-  /** Ascending, nulls first (SortExec's order for `SortOrder(v, Ascending)`) on one column. */
-  def valueOrdering(dataType: DataType): BaseOrdering = RowOrdering.create(
-    Seq(SortOrder(BoundReference(0, dataType, nullable = true), Ascending)),
+  /** `order` over a row of its values (column i holding `order(i)`'s), as SortExec compares. */
+  def ordering(order: Seq[SortOrder]): BaseOrdering = RowOrdering.create(
+    order.zipWithIndex.map { case (o, i) =>
+      o.copy(child = BoundReference(i, o.dataType, nullable = true))
+    },
     Nil)
 
   /** The first index whose bound is >= `value`, or `bounds.length`. */
@@ -124,20 +126,22 @@ object HotKeyRanges {
 
   /**
    * Samples `input` and picks the hot keys. The sample reads `sampleFraction` of the input's
-   * partitions (at least one, evenly spaced; one job) and keeps a reservoir of keys and values of
+   * partitions (at least one, evenly spaced; one job) and keeps a reservoir of keys and order
+   * tuples of
    * up to `sampleSize` rows in all, each partition's reservoir seeded by its index. A key is hot
    * when its estimated rows are at least `minKeyRows` and more than an average one of
    * `hashPartitions` partitions. Each is split into about (its rows / average partition rows)
-   * ranges, at most `maxSplits`, with bounds at weighted quantiles of its sampled values (Spark's
-   * `RangePartitioner.determineBounds`); a key whose sample gives no bound stays unsplit. Only a
-   * key of more than `factor` times the per-slot share (the input's rows / `slots`) is split:
-   * below it, the key's task is not longer than an even share of the work on those slots.
+   * ranges, at most `maxSplits`, with bounds at weighted quantiles of its sampled order tuples
+   * (Spark's `RangePartitioner.determineBounds`); a key whose sample gives no bound stays
+   * unsplit. Only a key of more than `factor` times the per-slot share (the input's rows /
+   * `slots`) is split: below it, the key's task is not longer than an even share of the work on
+   * those slots (a `factor` of 0 leaves that test to the caller).
    * Estimates only decide where rows go, never a result.
    */
   def sample(
       input: RDD[InternalRow],
       keys: Seq[Expression],
-      value: Expression,
+      order: Seq[SortOrder],
       inputAttributes: Seq[Attribute],
       hashPartitions: Int,
       minKeyRows: Long,
@@ -153,7 +157,7 @@ object HotKeyRanges {
     val chosen = (0 until sampled).map(i => (i.toLong * inputPartitions / sampled).toInt)
     val perPartition = math.max(1, math.ceil(sampleSize.toDouble / sampled).toInt)
     val reservoirs = input.mapPartitionsWithIndexInternal { (index, rows) =>
-      val project = UnsafeProjection.create(keys :+ value, inputAttributes)
+      val project = UnsafeProjection.create(keys ++ order.map(_.child), inputAttributes)
       val random = new java.util.Random(index.toLong * 0x9e3779b97f4a7c15L + 17)
       val kept = new ArrayBuffer[UnsafeRow](perPartition)
       var seen = 0L
@@ -179,10 +183,11 @@ object HotKeyRanges {
 
     val keyAttributes =
       keys.zipWithIndex.map { case (k, i) => AttributeReference(s"k$i", k.dataType)() }
-    val valueAttribute = AttributeReference("v", value.dataType)()
-    val sampleAttributes = keyAttributes :+ valueAttribute
+    val orderAttributes =
+      order.zipWithIndex.map { case (o, i) => AttributeReference(s"o$i", o.dataType)() }
+    val sampleAttributes = keyAttributes ++ orderAttributes
     val keyOf = UnsafeProjection.create(keyAttributes, sampleAttributes)
-    val valueOf = UnsafeProjection.create(Seq(valueAttribute), sampleAttributes)
+    val valueOf = UnsafeProjection.create(orderAttributes, sampleAttributes)
     val candidates = new java.util.HashMap[UnsafeRow, ArrayBuffer[(UnsafeRow, Float)]]()
     val estimatedRows = new java.util.HashMap[UnsafeRow, java.lang.Double]()
     sketches.foreach { case (rows, kept) =>
@@ -201,8 +206,8 @@ object HotKeyRanges {
     }
 
     val averagePartitionRows = totalRows / hashPartitions
-    implicit val ordering: Ordering[UnsafeRow] =
-      valueOrdering(value.dataType).asInstanceOf[Ordering[UnsafeRow]]
+    implicit val byOrder: Ordering[UnsafeRow] =
+      ordering(order).asInstanceOf[Ordering[UnsafeRow]]
     val hot = new ArrayBuffer[HotKeyRange]()
     var nextPartition = hashPartitions
     // Largest first (the order only numbers the split partitions).
@@ -212,7 +217,7 @@ object HotKeyRanges {
       val splits = math.min(maxSplits.toDouble, math.ceil(rows / averagePartitionRows)).toInt
       if (rows >= minKeyRows && splits >= 2 && rows > factor * totalRows / math.max(slots, 1)) {
         val bounds = RangePartitioner.determineBounds(candidates.get(key), splits)(
-          ordering,
+          byOrder,
           ClassTag(classOf[UnsafeRow]))
         if (bounds.nonEmpty) {
           val range = HotKeyRange(key, nextPartition, bounds)

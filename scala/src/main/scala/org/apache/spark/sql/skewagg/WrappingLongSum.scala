@@ -1,4 +1,4 @@
-package org.apache.spark.sql.skewagg.localagg
+package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.catalyst.expressions.{
   Add, And, AttributeReference, Cast, Coalesce, EqualTo, EvalMode, Expression, If, IsNull, LessThan,
@@ -17,9 +17,10 @@ import org.apache.spark.sql.types.{DataType, IntegralType, LongType}
  * (signed: +1 past the largest BIGINT, -1 past the smallest); the result is the sum when it did
  * not wrap in all, else Spark's own overflow error, that of the ANSI addition `sum` fails in.
  *
- * For a partial aggregate that runs before a join drops rows: Spark's `sum` fails as soon as a
- * running sum overflows, and aggregating a group that the join then drops would fail a query Spark
- * answers (docs/rewrites.md, "Rows a join drops"). Where the exact sum of a kept group fits in a
+ * Where rows are summed in an order other than Spark's: a partial aggregate that runs before a
+ * join drops rows (Spark's `sum` fails as soon as a running sum overflows, and aggregating a group
+ * that the join then drops would fail a query Spark answers; docs/rewrites.md, "Rows a join
+ * drops"), and the pieces of a window's hot key summed apart. Where the exact sum fits in a
  * BIGINT it is the result, also when a running sum in Spark's order of rows would have overflowed.
  */
 case class WrappingLongSum(child: Expression) extends DeclarativeAggregate

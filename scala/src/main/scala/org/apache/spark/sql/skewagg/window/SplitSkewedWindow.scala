@@ -1,0 +1,123 @@
+package org.apache.spark.sql.skewagg.window
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.SortOrder
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
+import org.apache.spark.sql.execution.{FilterExec, ProjectExec, SortExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.ShuffleQueryStageExec
+import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ValidateRequirements}
+import org.apache.spark.sql.execution.window.WindowExec
+import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggDecisions, SkewedPartitions}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritten, SwitchedOff}
+
+/**
+ * Adaptive query-stage preparation rule.
+ *
+ * Matches: Spark's window (`WindowExec`, not a Python window) over the sort Spark placed for it,
+ * over Project / Filter (deterministic) and the window's own shuffle (origin
+ * ENSURE_REQUIREMENTS), materialized, with skewed partitions by skewagg's thresholds: the task
+ * holding a hot key sorts and windows all its rows.
+ *
+ * Produces: [[HotKeySplitWindowExec]] over the window's input: partitions that are not skewed
+ * run Spark's sort and window; the hot keys of the skewed ones are split by ranges of the
+ * window's order, each range seeded with what the ranges before it hold, so every row gets
+ * Spark's result. Nothing changes when no partition is skewed.
+ *
+ * Refuses (recorded on the window) when skewagg or `spark.skewagg.window.enabled` is off, the
+ * window has no PARTITION BY, a key is a collated string (the split routes keys as binary rows),
+ * a function or frame cannot be split ([[WindowSplitSupport]]), the
+ * input is not deterministic (it is read more than once), or a node above relies on the window's
+ * output being hash-partitioned by its keys (another window or aggregate on those keys).
+ */
+case class SplitSkewedWindow(session: SparkSession) extends Rule[SparkPlan] {
+
+  override def apply(plan: SparkPlan): SparkPlan = {
+    if (!SkewAggConf.enabled(conf)) return plan
+    val candidates = plan.collect { case w: WindowExec if stageBelow(w).isDefined => w }
+    candidates.foldLeft(plan) { (current, window) =>
+      decide(window, stageBelow(window).get) match {
+        case None => current
+        case Some(split) =>
+          val rewritten = current.transformUp { case w if w eq window => split }
+          if (ValidateRequirements.validate(rewritten)) rewritten
+          else {
+            SkewAggDecisions.record(
+              window,
+              Refused("a node above relies on the window's output being partitioned by its " +
+                "keys (another window or aggregate on them), which splitting a key would break."))
+            current
+          }
+      }
+    }
+  }
+
+  /** The split window, or None with the reason recorded on `window`. */
+  private def decide(window: WindowExec, stage: ShuffleQueryStageExec): Option[SparkPlan] = {
+    val sizes = stage.mapStats.get.bytesByPartitionId
+    val skew = SkewedPartitions.find(sizes, conf)
+    def refuse(reason: String) = { SkewAggDecisions.record(window, Refused(reason)); None }
+    if (!skew.nonEmpty) {
+      SkewAggDecisions.record(window, NotSkewed.of("the window's shuffle", sizes, conf))
+      None
+    } else if (!conf.getConf(SkewAggConf.WINDOW_ENABLED)) {
+      SkewAggDecisions.record(
+        window,
+        SwitchedOff("hot keys of the window not split", SkewAggConf.WINDOW_ENABLED))
+      None
+    } else if (window.partitionSpec.isEmpty) {
+      refuse("the window has no PARTITION BY: its one partition is not split.")
+    } else if (!window.partitionSpec.forall(k => UnsafeRowUtils.isBinaryStable(k.dataType))) {
+      refuse("a PARTITION BY key is a collated string: keys equal but not byte-equal would be " +
+        "routed apart.")
+    } else if (!input(window).forall(_.expressions.forall(_.deterministic)) ||
+      !window.windowExpression.forall(_.deterministic)) {
+      refuse("the window's input is not deterministic, and a split reads it more than once.")
+    } else {
+      WindowSplitSupport.functions(window.windowExpression, window.orderSpec, conf) match {
+        case Left(reason) => refuse(reason)
+        case Right(_) =>
+          val split = HotKeySplitWindowExec(
+            window.windowExpression,
+            window.partitionSpec,
+            window.orderSpec,
+            window.child.asInstanceOf[SortExec].sortOrder,
+            window.child.asInstanceOf[SortExec].child)
+          split.setLogicalLink(window.logicalLink.orNull)
+          SkewAggDecisions.record(
+            window,
+            Rewritten("hot keys of the window's skewed partitions split by order: " +
+              s"${skew.skewed.size} skewed partition(s), the largest " +
+              s"${SkewedPartitions.format(skew.skewed.map(_._2).max, inRows = false)}, " +
+              s"over the ${SkewedPartitions.format(skew.threshold, inRows = false)} threshold"))
+          Some(split)
+      }
+    }
+  }
+
+  /** The nodes between the window's sort and its shuffle (Project, Filter). */
+  private def input(window: WindowExec): Seq[SparkPlan] = {
+    def down(plan: SparkPlan): Seq[SparkPlan] = plan match {
+      case p @ (_: ProjectExec | _: FilterExec) => p +: down(p.children.head)
+      case _ => Nil
+    }
+    down(window.child.asInstanceOf[SortExec].child)
+  }
+
+  /** The window's materialized shuffle, below its sort and Project / Filter. */
+  private def stageBelow(window: WindowExec): Option[ShuffleQueryStageExec] = window.child match {
+    case SortExec(order, false, sortInput, _)
+        if SortOrder.orderingSatisfies(order, window.requiredChildOrdering.head) &&
+          order.take(window.partitionSpec.size) ==
+          window.requiredChildOrdering.head.take(window.partitionSpec.size) =>
+      def down(plan: SparkPlan): Option[ShuffleQueryStageExec] = plan match {
+        case p @ (_: ProjectExec | _: FilterExec) => down(p.children.head)
+        case s: ShuffleQueryStageExec
+            if s.isMaterialized && s.mapStats.isDefined &&
+              s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS => Some(s)
+        case _ => None
+      }
+      down(sortInput)
+    case _ => None
+  }
+}

@@ -1,0 +1,246 @@
+package org.apache.spark.sql.skewagg.window
+
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute, AttributeReference, DenseRank, EvalMode, Expression, GenericInternalRow, JoinedRow,
+  MutableProjection, NamedExpression, Rank, RowNumberLike, RowOrdering, SortOrder,
+  SpecificInternalRow, UnsafeProjection, UnsafeRow, WindowExpression
+}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{DeclarativeAggregate, Sum}
+import org.apache.spark.sql.execution.ExternalAppendOnlyUnsafeRowArray
+import org.apache.spark.sql.skewagg.{EvalModes, SpillableRowArrays, WrappingLongSum}
+import org.apache.spark.sql.types.IntegralType
+
+/**
+ * What one split (one order range of one hot key) holds, for the splits after it: its rows, its
+ * peer groups and the order values of its last row (when dense_rank needs them), and the partial
+ * buffers of its aggregates (`SplitWindowFunctions.partials`' layout).
+ */
+final case class SplitSummary(
+    rows: Long,
+    peerGroups: Long,
+    lastOrder: Option[UnsafeRow],
+    partial: InternalRow)
+
+/** Spark's window buffer thresholds (`spark.sql.windowExec.buffer.*`), for one peer group. */
+final case class PeerBuffer(inMemoryRows: Int, spillRows: Int) {
+  def create(): ExternalAppendOnlyUnsafeRowArray =
+    SpillableRowArrays.create(inMemoryRows, spillRows)
+}
+
+/**
+ * The split functions of one window, bound to its `input`, and the arithmetic of a split key.
+ *
+ * Shape: each split of a hot key is summarized ([[summarize]], one task per split), the driver
+ * folds the summaries in order into each split's seed and the key's whole-partition values
+ * ([[seeds]]), and each split then computes its rows' results from its seed ([[evaluate]]).
+ *
+ * Rule: a split's seed is exactly the buffer Spark's window holds after the key's rows in the
+ * splits before it: for aggregates, Spark's merge of those splits' partial buffers (an integral
+ * sum merged wrapping, [[WrappingLongSum]], so that only an overflow of a true running value or
+ * of the key's total fails, as in Spark); for row_number and rank, the rows before; for
+ * dense_rank, the peer groups before and the order values of the last row before. Rows are then
+ * updated and evaluated with the functions' own expressions, in the window's order: ROWS frames
+ * after each row, RANGE frames after each peer group. Ties never straddle two splits (the
+ * routing keeps equal order values together), so a split starts a peer group.
+ */
+final class SplitWindowFunctions(
+    functions: Seq[SplitFunction],
+    windowExpression: Seq[NamedExpression],
+    orderSpec: Seq[SortOrder],
+    input: Seq[Attribute])
+    extends Serializable {
+
+  private val aggregates = functions.filterNot(f => ranking(f.function))
+  private val running = functions.filter(_.frame != SplitFrame.Whole)
+  private val whole = functions.filter(_.frame == SplitFrame.Whole)
+
+  /** Per aggregate, what a split's partial buffer holds: Spark's function, or a wrapping sum. */
+  private val partials: Seq[DeclarativeAggregate] = aggregates.map(_.function match {
+    case s: Sum
+        if s.child.dataType.isInstanceOf[IntegralType] && EvalModes.of(s) != EvalMode.LEGACY =>
+      WrappingLongSum(s.child)
+    case other => other
+  })
+  private val partialBuffer = partials.flatMap(_.aggBufferAttributes)
+
+  /** dense_rank needs the peer groups before a split and the last order values. */
+  val needsPeers: Boolean = functions.exists(_.function.isInstanceOf[DenseRank])
+
+  private def ranking(f: DeclarativeAggregate): Boolean = f match {
+    case _: RowNumberLike | _: Rank | _: DenseRank => true
+    case _ => false
+  }
+
+  /** One split's summary from its rows, in the window's order when [[needsPeers]]. */
+  def summarize(rows: Iterator[InternalRow]): SplitSummary = {
+    val buffer = new SpecificInternalRow(partialBuffer.map(_.dataType))
+    MutableProjection.create(partials.flatMap(_.initialValues)).target(buffer)(InternalRow.empty)
+    val update =
+      MutableProjection.create(partials.flatMap(_.updateExpressions), partialBuffer ++ input)
+        .target(buffer)
+    val join = new JoinedRow(buffer, null)
+    val orderOf = UnsafeProjection.create(orderSpec.map(_.child), input)
+    val ordering = RowOrdering.create(orderSpec, input)
+    var count = 0L
+    var peers = 0L
+    var last: InternalRow = null
+    rows.foreach { row =>
+      if (partials.nonEmpty) update(join.withRight(row))
+      if (needsPeers) {
+        if (last == null || ordering.compare(last, row) != 0) peers += 1
+        last = row.copy()
+      }
+      count += 1
+    }
+    SplitSummary(count, peers, Option(last).map(orderOf(_).copy()), buffer.copy())
+  }
+
+  /**
+   * Per split of one key (in order): the seed of its running functions, Spark's buffers in
+   * [[runningBuffer]]'s layout. And the key's whole-partition values, in `whole`'s order.
+   */
+  def seeds(splits: Seq[SplitSummary]): (Seq[InternalRow], InternalRow) = {
+    val merged = new SpecificInternalRow(partialBuffer.map(_.dataType))
+    MutableProjection.create(partials.flatMap(_.initialValues)).target(merged)(InternalRow.empty)
+    val merge = MutableProjection.create(
+      partials.flatMap(_.mergeExpressions),
+      partialBuffer ++ partials.flatMap(_.inputAggBufferAttributes)).target(merged)
+    var rowsBefore = 0L
+    var peersBefore = 0L
+    var lastOrder: Option[UnsafeRow] = None
+    val seeds = splits.map { split =>
+      val seed = runningSeed(merged, rowsBefore, peersBefore, lastOrder)
+      merge(new JoinedRow(merged, split.partial))
+      rowsBefore += split.rows
+      peersBefore += split.peerGroups
+      if (split.lastOrder.isDefined) lastOrder = split.lastOrder
+      seed
+    }
+    val values = MutableProjection.create(
+      whole.map(f => partials(aggregates.indexOf(f)).evaluateExpression),
+      partialBuffer)
+    (seeds, values(merged).copy())
+  }
+
+  private val runningBuffer = running.flatMap(_.function.aggBufferAttributes)
+
+  /** The running functions' buffers after the rows before a split. */
+  private def runningSeed(
+      merged: InternalRow,
+      rowsBefore: Long,
+      peersBefore: Long,
+      lastOrder: Option[UnsafeRow]): InternalRow = {
+    val offsets = partials.scanLeft(0)(_ + _.aggBufferAttributes.size)
+    val values = running.flatMap { f =>
+      val buffer = f.function.aggBufferAttributes
+      f.function match {
+        // Spark's buffers (windowExpressions.scala): row_number (rowNumber); rank (rank,
+        // rowNumber, the order values); dense_rank (rank, the order values).
+        case _: RowNumberLike => Seq(rowsBefore.toInt)
+        case _: DenseRank =>
+          peersBefore.toInt +: buffer.indices.tail.map { j =>
+            lastOrder.fold(null: Any)(_.get(j - 1, buffer(j).dataType))
+          }
+        case _: Rank =>
+          // rank 0 makes the split's first row take its row number as rank.
+          Seq(0, (rowsBefore + 1).toInt) ++ buffer.drop(2).map(_ => null)
+        case _ =>
+          val i = aggregates.indexWhere(_ eq f)
+          // A wrapping sum's first field is Spark's sum buffer (integral sums have no other).
+          buffer.indices.map(j => merged.get(offsets(i) + j, buffer(j).dataType))
+      }
+    }
+    new GenericInternalRow(values.toArray[Any])
+  }
+
+  private lazy val resultAttributes = functions.map(f =>
+    AttributeReference("window_result", f.dataType, f.expression.nullable)())
+
+  /**
+   * A split's rows with the window's results: `rows` in the window's order, one key's, seeded
+   * with `seed` ([[seeds]]) and the key's `wholeValues`.
+   */
+  def evaluate(
+      rows: Iterator[InternalRow],
+      seed: InternalRow,
+      wholeValues: InternalRow,
+      peerBuffer: PeerBuffer): Iterator[InternalRow] = {
+    val rowsFrame = running.filter(_.frame == SplitFrame.RunningRows)
+    val rangeFrame = running.filter(_.frame == SplitFrame.RunningRange)
+    val buffer = new SpecificInternalRow(runningBuffer.map(_.dataType))
+    runningBuffer.indices.foreach(i => buffer.update(i, seed.get(i, runningBuffer(i).dataType)))
+    def updater(group: Seq[SplitFunction]) = if (group.isEmpty) None
+    else {
+      // Each function's update writes its own buffer fields; the others are kept as they are.
+      val kept = runningBuffer.map(a => a: Expression).toArray
+      group.foreach { f =>
+        val start = runningBuffer.indexWhere(_ eq f.function.aggBufferAttributes.head)
+        f.function.updateExpressions.zipWithIndex.foreach { case (e, j) => kept(start + j) = e }
+      }
+      Some(MutableProjection.create(kept.toSeq, runningBuffer ++ input).target(buffer))
+    }
+    val updateRows = updater(rowsFrame)
+    val updateRange = updater(rangeFrame)
+    val wholeAttributes = whole.map(f =>
+      AttributeReference("whole", f.dataType, f.expression.nullable)())
+    val results = new SpecificInternalRow(functions.map(_.dataType))
+    val evaluateAll = MutableProjection.create(
+      functions.map { f =>
+        if (f.frame == SplitFrame.Whole) wholeAttributes(whole.indexOf(f))
+        else f.function.evaluateExpression
+      },
+      wholeAttributes ++ runningBuffer).target(results)
+    val evaluationInput = new JoinedRow(wholeValues, buffer)
+    val join = new JoinedRow(buffer, null)
+    val output = resultProjection()
+    val withResults = new JoinedRow()
+    def emit(row: InternalRow): InternalRow = {
+      updateRows.foreach(_(join.withRight(row)))
+      evaluateAll(evaluationInput)
+      output(withResults(row, results))
+    }
+    updateRange match {
+      case None => rows.map(emit)
+      case Some(update) =>
+        val group = peerBuffer.create()
+        TaskContext.get().addTaskCompletionListener[Unit](_ => group.clear())
+        peerGroups(rows, group).flatMap { _ =>
+          group.generateIterator().foreach(row => update(join.withRight(row)))
+          group.generateIterator().map(emit)
+        }
+    }
+  }
+
+  /**
+   * Consecutive rows equal in the window's order (a RANGE frame's peers), each group in turn
+   * held in `group` (spillable, as Spark's window holds a partition).
+   */
+  private def peerGroups(
+      rows: Iterator[InternalRow],
+      group: ExternalAppendOnlyUnsafeRowArray): Iterator[Unit] = {
+    val ordering = RowOrdering.create(orderSpec, input)
+    val ahead = rows.buffered
+    new Iterator[Unit] {
+      override def hasNext: Boolean = ahead.hasNext
+      override def next(): Unit = {
+        group.clear()
+        val first = ahead.next().asInstanceOf[UnsafeRow].copy()
+        group.add(first)
+        while (ahead.hasNext && ordering.compare(first, ahead.head) == 0) {
+          group.add(ahead.next().asInstanceOf[UnsafeRow])
+        }
+      }
+    }
+  }
+
+  /** The window's output row from an input row and the functions' results (as WindowExec). */
+  private def resultProjection(): UnsafeProjection = {
+    val byExpression = functions.map(_.expression).zip(resultAttributes).toMap
+    val patched = windowExpression.map(_.transform {
+      case w: WindowExpression if byExpression.contains(w) => byExpression(w)
+    })
+    UnsafeProjection.create(input ++ patched, input ++ resultAttributes)
+  }
+}

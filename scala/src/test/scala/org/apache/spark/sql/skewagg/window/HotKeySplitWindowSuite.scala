@@ -1,0 +1,194 @@
+package org.apache.spark.sql.skewagg.window
+
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.execution.window.WindowExec
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.skewagg.{
+  Differential, SkewAggConf, SkewAggDecisions, SkewAggSuiteBase, SkewTestData
+}
+import org.apache.spark.sql.skewagg.explain.SkewAggExplain
+
+/** Windows over a hot key, split by order ranges at run time (adaptive execution). */
+class HotKeySplitWindowSuite extends SkewAggSuiteBase {
+
+  private val conf = SkewTestData.conf ++ Seq(
+    SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key -> "100",
+    SkewAggConf.WINDOW_SPLIT_SAMPLE_SIZE.key -> "2000")
+
+  /**
+   * `(k, o, i, v, d, f)` in 8 partitions: with `hot`, 30% of rows on key 0 (more than one hot
+   * key with `hotKeys`), the rest over 1000 keys. o is unique; i has ties (0 to 96, null every
+   * 101st); v a long; d a decimal; f a double with NaN, -0.0, 0.0 and nulls.
+   */
+  private def table(s: SparkSession, rows: Int = 20000, hotKeys: Int = 1): DataFrame = {
+    val id = col("id")
+    s.range(0, rows, 1, 8).select(
+      when(id % 10 < 3, id % hotKeys).otherwise((id * 7919) % 1000 + hotKeys).as("k"),
+      ((id * 104729) % rows).as("o"),
+      when(id % 101 === 0, lit(null)).otherwise(id % 97).cast("int").as("i"),
+      (id * 31 % 1000 - 400).as("v"),
+      (id % 1000 / 8).cast("decimal(12,3)").as("d"),
+      when(id % 89 === 3, lit(Double.NaN)).when(id % 13 === 1, lit(-0.0))
+        .when(id % 13 === 2, lit(0.0)).when(id % 97 === 5, lit(null).cast("double"))
+        .otherwise(floor(id / 3) % 50 - 10.5).as("f"))
+  }
+
+  private def windowed(select: String, extra: (String, String)*): Differential =
+    differential(
+      s => { table(s).createOrReplaceTempView("t"); s.sql(s"SELECT *, $select FROM t") },
+      conf ++ extra: _*)
+
+  private def splits(d: Differential): Seq[HotKeySplitWindowExec] =
+    nodes[HotKeySplitWindowExec](d.plan(on = true, adaptive = true))
+
+  private def assertSplit(d: Differential): Unit = {
+    val split = splits(d)
+    assert(split.size == 1, d.plan(on = true, adaptive = true))
+    assert(split.head.decision.contains("1 hot key split by order into"), split.head.decision)
+    assert(split.head.metrics("splits").value >= 2)
+    assert(nodes[HotKeySplitWindowExec](d.plan(on = true, adaptive = false)).isEmpty)
+  }
+
+  /**
+   * What the rule recorded about the windows (also on the stages below them: adaptive execution
+   * keeps its previous plan objects when a rule changes nothing).
+   */
+  private def windowDecisions(d: Differential): Seq[String] =
+    nodes[WindowExec](d.plan(on = true, adaptive = true)).flatMap { w =>
+      w.collect { case n => SkewAggDecisions.of(n) }.flatten
+    }.map(_.text).distinct
+
+  test("whole-partition aggregates without ORDER BY: the key's values on every row") {
+    assertSplit(windowed(
+      "sum(v) OVER (PARTITION BY k) AS s, count(*) OVER (PARTITION BY k) AS c, " +
+        "min(f) OVER (PARTITION BY k) AS lo, max(d) OVER (PARTITION BY k) AS hi, " +
+        "avg(f) OVER (PARTITION BY k) AS a, sum(d) OVER (PARTITION BY k) AS sd, " +
+        "count(i) OVER (PARTITION BY k) AS ci"))
+  }
+
+  test("running ROWS frames over a unique order, ascending and descending") {
+    assertSplit(windowed(
+      "sum(v) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND " +
+        "CURRENT ROW) AS s, count(i) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN UNBOUNDED " +
+        "PRECEDING AND CURRENT ROW) AS c, min(f) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN " +
+        "UNBOUNDED PRECEDING AND CURRENT ROW) AS lo, row_number() OVER (PARTITION BY k ORDER " +
+        "BY o) AS rn"))
+    assertSplit(windowed(
+      "sum(d) OVER (PARTITION BY k ORDER BY o DESC ROWS BETWEEN UNBOUNDED PRECEDING AND " +
+        "CURRENT ROW) AS s, avg(d) OVER (PARTITION BY k ORDER BY o DESC ROWS BETWEEN " +
+        "UNBOUNDED PRECEDING AND CURRENT ROW) AS a, row_number() OVER (PARTITION BY k ORDER " +
+        "BY o DESC) AS rn"))
+  }
+
+  test("running RANGE frames and ranks over ties: peers never straddle a split") {
+    for (order <- Seq("i", "i DESC", "i ASC NULLS LAST", "i DESC NULLS FIRST, d")) {
+      val w = s"(PARTITION BY k ORDER BY $order)"
+      assertSplit(windowed(
+        s"sum(v) OVER $w AS s, count(*) OVER $w AS c, max(d) OVER $w AS hi, " +
+          s"sum(d) OVER $w AS sd, rank() OVER $w AS r, dense_rank() OVER $w AS dr, " +
+          s"sum(v) OVER (PARTITION BY k ORDER BY $order ROWS BETWEEN UNBOUNDED PRECEDING " +
+          "AND UNBOUNDED FOLLOWING) AS whole"))
+    }
+  }
+
+  test("ordered by a double with NaN, -0.0, 0.0 and nulls: ranks and running counts") {
+    val w = "(PARTITION BY k ORDER BY f)"
+    assertSplit(windowed(
+      s"rank() OVER $w AS r, dense_rank() OVER $w AS dr, count(*) OVER $w AS c, " +
+        s"min(v) OVER $w AS lo"))
+  }
+
+  test("several hot keys") {
+    val d = differential(
+      s => {
+        table(s, rows = 30000, hotKeys = 3).createOrReplaceTempView("t3")
+        s.sql("SELECT *, dense_rank() OVER (PARTITION BY k ORDER BY i) AS dr, " +
+          "sum(v) OVER (PARTITION BY k ORDER BY i) AS s FROM t3")
+      },
+      conf: _*)
+    val split = splits(d)
+    assert(split.size == 1 && split.head.metrics("hotKeys").value >= 2, split.head.decision)
+  }
+
+  test("integral sums in ANSI mode: the running sum overflows where Spark's does") {
+    val unit = Long.MaxValue / 1024
+    val big = s"(CASE WHEN (o DIV 10) % 2 = 0 THEN $unit ELSE ${-unit} END)"
+    assertSplit(windowed(
+      s"sum($big) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND " +
+        "CURRENT ROW) AS s",
+      SQLConf.ANSI_ENABLED.key -> "true"))
+    assertSplit(
+      windowed(s"sum($big) OVER (PARTITION BY k) AS total", SQLConf.ANSI_ENABLED.key -> "true"))
+    val overflowing = s"(CASE WHEN k = 0 THEN ${Long.MaxValue / 1000} ELSE 1 END)"
+    for (adaptive <- Seq(false, true); on <- Seq(false, true)) {
+      withSQLConf(conf ++ Seq(
+        SQLConf.ANSI_ENABLED.key -> "true",
+        SkewAggConf.ENABLED.key -> on.toString,
+        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive.toString): _*) {
+        table(spark).createOrReplaceTempView("t")
+        val error = intercept[Exception](spark.sql(
+          s"SELECT sum($overflowing) OVER (PARTITION BY k) FROM t").collect())
+        assert(error.getMessage.contains("ARITHMETIC_OVERFLOW"), error.getMessage)
+      }
+    }
+  }
+
+  test("refused, with the reason: frames and functions that are not split") {
+    val lag = windowed("lag(v) OVER (PARTITION BY k ORDER BY o) AS l")
+    assert(splits(lag).isEmpty)
+    assert(
+      windowDecisions(lag).exists(_.contains("lag(t.v, 1, NULL) is not split")),
+      windowDecisions(lag))
+    val sliding = windowed(
+      "sum(v) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s")
+    assert(splits(sliding).isEmpty)
+    assert(windowDecisions(sliding).exists(_.contains("only whole-partition frames and running")))
+    val doubles = windowed("sum(f) OVER (PARTITION BY k ORDER BY o) AS s")
+    assert(splits(doubles).isEmpty)
+    assert(windowDecisions(doubles).exists(_.contains(
+      SkewAggConf.WINDOW_SPLIT_FLOATING_POINT_ENABLED.key)))
+    val off =
+      windowed("sum(v) OVER (PARTITION BY k) AS s", SkewAggConf.WINDOW_ENABLED.key -> "false")
+    assert(splits(off).isEmpty)
+    assert(windowDecisions(off).exists(_.contains("switched off")))
+  }
+
+  test("the explanation: each window, split with its numbers or left alone with the reason") {
+    val split = windowed("sum(v) OVER (PARTITION BY k) AS s")
+    val text = SkewAggExplain.explain(split.plan(on = true, adaptive = true))
+    assert(
+      text.contains("window 1: PARTITION BY k: s\n  rewritten: 1 skewed partition(s) of " +
+        "the window's shuffle"),
+      text)
+    assert(text.contains("1 hot key split by order into"), text)
+    val lag = windowed("lag(v) OVER (PARTITION BY k ORDER BY o) AS l")
+    val refused = SkewAggExplain.explain(lag.plan(on = true, adaptive = true))
+    assert(
+      refused.contains("window 1: PARTITION BY k: l\n  left alone: lag(t.v, 1, NULL) is " +
+        "not split"),
+      refused)
+    val notAdaptive = SkewAggExplain.explain(lag.plan(on = true, adaptive = false))
+    assert(notAdaptive.contains("only under adaptive execution"), notAdaptive)
+  }
+
+  test("uniform data: Spark's window, not skewed") {
+    val d = differential(
+      s => {
+        table(s, hotKeys = 1000).createOrReplaceTempView("u")
+        s.sql("SELECT *, sum(v) OVER (PARTITION BY k) AS s FROM u")
+      },
+      conf: _*)
+    assert(splits(d).isEmpty)
+    assert(windowDecisions(d).exists(_.startsWith("not skewed")), windowDecisions(d))
+  }
+
+  test("a second window on the same key above: the lower one is not split") {
+    val d = windowed(
+      "sum(v) OVER (PARTITION BY k) AS s, row_number() OVER (PARTITION BY k ORDER BY o) AS rn")
+    assert(splits(d).isEmpty)
+    assert(
+      windowDecisions(d).exists(_.contains("a node above relies on")),
+      windowDecisions(d) + "\n" + d.plan(on = true, adaptive = true))
+  }
+}
