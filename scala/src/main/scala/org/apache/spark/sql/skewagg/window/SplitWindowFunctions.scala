@@ -85,16 +85,17 @@ final class SplitWindowFunctions(
     val ordering = RowOrdering.create(orderSpec, input)
     var count = 0L
     var peers = 0L
-    var last: InternalRow = null
+    var groupStart: InternalRow = null // the first row of the current peer group, copied
     rows.foreach { row =>
       if (partials.nonEmpty) update(join.withRight(row))
-      if (needsPeers) {
-        if (last == null || ordering.compare(last, row) != 0) peers += 1
-        last = row.copy()
+      if (needsPeers && (groupStart == null || ordering.compare(groupStart, row) != 0)) {
+        peers += 1
+        groupStart = row.copy()
       }
       count += 1
     }
-    SplitSummary(count, peers, Option(last).map(orderOf(_).copy()), buffer.copy())
+    // The last peer group's order values (its rows are equal in the window's order).
+    SplitSummary(count, peers, Option(groupStart).map(orderOf(_).copy()), buffer.copy())
   }
 
   /**
