@@ -402,8 +402,9 @@ object SkewAggConf {
         "are split by ranges of the window's ORDER BY across several tasks, each of which " +
         "learns from the splits before it where its rows stand (rows, peer groups, partial " +
         "aggregates), so every row gets Spark's own result (HotKeySplitWindow). Whole-partition " +
-        "and running frames of count, sum, min, max and avg, and row_number, rank and " +
-        "dense_rank are split; docs/window.md lists what is not and why.")
+        "and running frames of count, sum, min, max and avg, and row_number, rank, " +
+        "dense_rank, percent_rank, cume_dist and ntile are split; docs/window.md lists what " +
+        "is not and why.")
       .version("0.1.0")
       .trueOrFalse
       .createWithDefault(true))

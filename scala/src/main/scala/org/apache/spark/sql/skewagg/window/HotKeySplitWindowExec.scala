@@ -239,18 +239,18 @@ case class HotKeySplitWindowExec(
         split.summarize(if (needsPeers) inOrder(rows) else rows))
     val first = ranges.hashPartitions
     val seeds = new Array[InternalRow](ranges.numSplits)
-    val wholeValues = new Array[InternalRow](ranges.numSplits)
+    val keyValues = new Array[InternalRow](ranges.numSplits)
     ranges.hotKeys.foreach { hot =>
       val ids = hot.partitions.map(_ - first)
       val (keySeeds, values) = split.seeds(ids.map(summaries(_)))
-      ids.zip(keySeeds).foreach { case (i, seed) => seeds(i) = seed; wholeValues(i) = values }
+      ids.zip(keySeeds).foreach { case (i, seed) => seeds(i) = seed; keyValues(i) = values }
     }
     val peerBuffer = PeerBuffer(
       conf.windowExecBufferInMemoryThreshold,
       conf.windowExecBufferSpillThreshold)
     splits.mapPartitionsWithIndexInternal { (i, rows) =>
       val counted = rows.map { row => splitRows += 1; row }
-      split.evaluate(inOrder(counted), seeds(i), wholeValues(i), peerBuffer)
+      split.evaluate(inOrder(counted), seeds(i), keyValues(i), peerBuffer)
     }
   }
 

@@ -4,8 +4,9 @@ import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
   Attribute, AttributeReference, DenseRank, EvalMode, Expression, GenericInternalRow, JoinedRow,
-  MutableProjection, NamedExpression, Rank, RowNumberLike, RowOrdering, SortOrder,
-  SpecificInternalRow, UnsafeProjection, UnsafeRow, WindowExpression
+  MutableProjection, NamedExpression, NTile, RankLike, RowNumberLike, RowOrdering,
+  SizeBasedWindowFunction, SortOrder, SpecificInternalRow, UnsafeProjection, UnsafeRow,
+  WindowExpression
 }
 import org.apache.spark.sql.catalyst.expressions.aggregate.{DeclarativeAggregate, Sum}
 import org.apache.spark.sql.execution.ExternalAppendOnlyUnsafeRowArray
@@ -40,7 +41,9 @@ final case class PeerBuffer(inMemoryRows: Int, spillRows: Int) {
  * splits before it: for aggregates, Spark's merge of those splits' partial buffers (an integral
  * sum merged wrapping, [[WrappingLongSum]], so that only an overflow of a true running value or
  * of the key's total fails, as in Spark); for row_number and rank, the rows before; for
- * dense_rank, the peer groups before and the order values of the last row before. Rows are then
+ * dense_rank, the peer groups before and the order values of the last row before; for ntile, its
+ * buffer after the rows before ([[NTileSeed]]); cume_dist and percent_rank also read the key's
+ * rows (`n`). Rows are then
  * updated and evaluated with the functions' own expressions, in the window's order: ROWS frames
  * after each row, RANGE frames after each peer group. Ties never straddle two splits (the
  * routing keeps equal order values together), so a split starts a peer group.
@@ -69,7 +72,7 @@ final class SplitWindowFunctions(
   val needsPeers: Boolean = functions.exists(_.function.isInstanceOf[DenseRank])
 
   private def ranking(f: DeclarativeAggregate): Boolean = f match {
-    case _: RowNumberLike | _: Rank | _: DenseRank => true
+    case _: RowNumberLike | _: RankLike => true
     case _ => false
   }
 
@@ -100,7 +103,8 @@ final class SplitWindowFunctions(
 
   /**
    * Per split of one key (in order): the seed of its running functions, Spark's buffers in
-   * [[runningBuffer]]'s layout. And the key's whole-partition values, in `whole`'s order.
+   * [[runningBuffer]]'s layout. And the key's whole-partition values, in `whole`'s order, then
+   * the key's rows (the `n` of cume_dist and percent_rank, an int as in Spark's window).
    */
   def seeds(splits: Seq[SplitSummary]): (Seq[InternalRow], InternalRow) = {
     val merged = new SpecificInternalRow(partialBuffer.map(_.dataType))
@@ -108,11 +112,12 @@ final class SplitWindowFunctions(
     val merge = MutableProjection.create(
       partials.flatMap(_.mergeExpressions),
       partialBuffer ++ partials.flatMap(_.inputAggBufferAttributes)).target(merged)
+    val total = splits.map(_.rows).sum
     var rowsBefore = 0L
     var peersBefore = 0L
     var lastOrder: Option[UnsafeRow] = None
     val seeds = splits.map { split =>
-      val seed = runningSeed(merged, rowsBefore, peersBefore, lastOrder)
+      val seed = runningSeed(merged, total, rowsBefore, peersBefore, lastOrder)
       merge(new JoinedRow(merged, split.partial))
       rowsBefore += split.rows
       peersBefore += split.peerGroups
@@ -121,8 +126,9 @@ final class SplitWindowFunctions(
     }
     val values = MutableProjection.create(
       whole.map(f => partials(aggregates.indexOf(f)).evaluateExpression),
-      partialBuffer)
-    (seeds, values(merged).copy())
+      partialBuffer)(merged)
+    val keyValues = whole.indices.map(i => values.get(i, whole(i).dataType)) :+ rowsBefore.toInt
+    (seeds, new GenericInternalRow(keyValues.toArray[Any]))
   }
 
   private val runningBuffer = running.flatMap(_.function.aggBufferAttributes)
@@ -130,6 +136,7 @@ final class SplitWindowFunctions(
   /** The running functions' buffers after the rows before a split. */
   private def runningSeed(
       merged: InternalRow,
+      total: Long,
       rowsBefore: Long,
       peersBefore: Long,
       lastOrder: Option[UnsafeRow]): InternalRow = {
@@ -139,12 +146,13 @@ final class SplitWindowFunctions(
       f.function match {
         // Spark's buffers (windowExpressions.scala): row_number (rowNumber); rank (rank,
         // rowNumber, the order values); dense_rank (rank, the order values).
-        case _: RowNumberLike => Seq(rowsBefore.toInt)
+        case t: NTile => NTileSeed.after(rowsBefore, total, t.buckets.eval().asInstanceOf[Int])
+        case _: RowNumberLike => Seq(rowsBefore.toInt) // row_number, cume_dist
         case _: DenseRank =>
           peersBefore.toInt +: buffer.indices.tail.map { j =>
             lastOrder.fold(null: Any)(_.get(j - 1, buffer(j).dataType))
           }
-        case _: Rank =>
+        case _: RankLike => // rank, percent_rank
           // rank 0 makes the split's first row take its row number as rank.
           Seq(0, (rowsBefore + 1).toInt) ++ buffer.drop(2).map(_ => null)
         case _ =>
@@ -161,12 +169,12 @@ final class SplitWindowFunctions(
 
   /**
    * A split's rows with the window's results: `rows` in the window's order, one key's, seeded
-   * with `seed` ([[seeds]]) and the key's `wholeValues`.
+   * with `seed` and the key's `keyValues` ([[seeds]]).
    */
   def evaluate(
       rows: Iterator[InternalRow],
       seed: InternalRow,
-      wholeValues: InternalRow,
+      keyValues: InternalRow,
       peerBuffer: PeerBuffer): Iterator[InternalRow] = {
     val rowsFrame = running.filter(_.frame == SplitFrame.RunningRows)
     val rangeFrame = running.filter(_.frame == SplitFrame.RunningRange)
@@ -192,8 +200,8 @@ final class SplitWindowFunctions(
         if (f.frame == SplitFrame.Whole) wholeAttributes(whole.indexOf(f))
         else f.function.evaluateExpression
       },
-      wholeAttributes ++ runningBuffer).target(results)
-    val evaluationInput = new JoinedRow(wholeValues, buffer)
+      (wholeAttributes :+ SizeBasedWindowFunction.n) ++ runningBuffer).target(results)
+    val evaluationInput = new JoinedRow(keyValues, buffer)
     val join = new JoinedRow(buffer, null)
     val output = resultProjection()
     val withResults = new JoinedRow()
