@@ -448,6 +448,16 @@ object SkewAggConf {
       .trueOrFalse
       .createWithDefault(false))
 
+  val TEST_WINDOW_MAX_RANKED_ROWS: ConfigEntry[Long] = listed(
+    buildConf("spark.skewagg.test.window.maxRankedRows")
+      .internal()
+      .doc("Tests only: HotKeySplitWindow leaves a hot key of more rows than this to Spark's " +
+        "window when a ranking function numbers its rows (Spark's ints: 2147483647), so tests " +
+        "can reach that path with small keys.")
+      .version("0.1.0")
+      .longAtLeast(0)
+      .createWithDefault(Int.MaxValue.toLong))
+
   val TEST_FAIL_RULE: ConfigEntry[String] = listed(
     buildConf("spark.skewagg.test.failRule")
       .internal()

@@ -68,6 +68,14 @@ final class SplitWindowFunctions(
   })
   private val partialBuffer = partials.flatMap(_.aggBufferAttributes)
 
+  /**
+   * Whether a key of `rows` rows can be split: ranks and `n` are ints in Spark's window, so a
+   * key of more than `maxRankedRows` (Spark's largest int) with a ranking function is left to
+   * Spark's window (whatever Spark does with it).
+   */
+  def splits(rows: Long, maxRankedRows: Long): Boolean =
+    rows <= maxRankedRows || !functions.exists(f => ranking(f.function))
+
   /** dense_rank needs the peer groups before a split and the last order values. */
   val needsPeers: Boolean = functions.exists(_.function.isInstanceOf[DenseRank])
 

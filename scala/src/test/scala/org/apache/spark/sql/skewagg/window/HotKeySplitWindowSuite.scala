@@ -102,6 +102,19 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
         s"min(v) OVER $w AS lo"))
   }
 
+  test("a hot key too large for a ranking function's int runs Spark's window in one task") {
+    // (Spark numbers rows with ints: the limit, lowered here, is 2,147,483,647 rows.)
+    val d = windowed(
+      "row_number() OVER (PARTITION BY k ORDER BY o) AS rn, sum(v) OVER (PARTITION BY k " +
+        "ORDER BY o) AS s",
+      SkewAggConf.TEST_WINDOW_MAX_RANKED_ROWS.key -> "1000")
+    assert(splits(d).size == 1 && splits(d).head.metrics("splitRows").value == 0)
+    val sums = windowed(
+      "sum(v) OVER (PARTITION BY k ORDER BY o) AS s",
+      SkewAggConf.TEST_WINDOW_MAX_RANKED_ROWS.key -> "1000")
+    assert(splits(sums).head.metrics("splitRows").value > 0)
+  }
+
   test("several hot keys") {
     val d = differential(
       s => {
