@@ -402,8 +402,9 @@ object SkewAggConf {
         "are split by ranges of the window's ORDER BY across several tasks, each of which " +
         "learns from the splits before it where its rows stand (rows, peer groups, partial " +
         "aggregates), so every row gets Spark's own result (HotKeySplitWindow). Whole-partition " +
-        "and running frames of count, sum, min, max and avg, and row_number, rank and " +
-        "dense_rank are split; docs/window.md lists what is not and why.")
+        "and running frames of count, sum, min, max and avg, and row_number, rank, " +
+        "dense_rank, percent_rank, cume_dist and ntile are split; docs/window.md lists what " +
+        "is not and why.")
       .version("0.1.0")
       .trueOrFalse
       .createWithDefault(true))
@@ -446,6 +447,16 @@ object SkewAggConf {
       .version("0.1.0")
       .trueOrFalse
       .createWithDefault(false))
+
+  val TEST_WINDOW_MAX_RANKED_ROWS: ConfigEntry[Long] = listed(
+    buildConf("spark.skewagg.test.window.maxRankedRows")
+      .internal()
+      .doc("Tests only: HotKeySplitWindow leaves a hot key of more rows than this to Spark's " +
+        "window when a ranking function numbers its rows (Spark's ints: 2147483647), so tests " +
+        "can reach that path with small keys.")
+      .version("0.1.0")
+      .longAtLeast(0)
+      .createWithDefault(Int.MaxValue.toLong))
 
   val TEST_FAIL_RULE: ConfigEntry[String] = listed(
     buildConf("spark.skewagg.test.failRule")

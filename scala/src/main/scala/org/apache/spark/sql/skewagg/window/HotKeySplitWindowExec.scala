@@ -178,8 +178,10 @@ case class HotKeySplitWindowExec(
         readMetrics,
         ids.map(i => CoalescedPartitionSpec(i, i + 1)).toArray)
     val rest = sparkWindow(RowsScanExec(child.output, partitions(0 until ranges.hashPartitions)))
-    val parts = Seq(rest.execute(), hotKeyResults(partitions(ranges.splitPartitions), ranges)) ++
-      (if (ordinarySpecs.isEmpty) Nil else Seq(sparkWindow(inputReading(ordinarySpecs)).execute()))
+    val parts =
+      Seq(rest.execute(), hotKeyResults(partitions(ranges.splitPartitions), ranges, dependency)) ++
+        (if (ordinarySpecs.isEmpty) Nil
+         else Seq(sparkWindow(inputReading(ordinarySpecs)).execute()))
     finish(sparkContext.union(parts), skewed)
   }
 
@@ -222,8 +224,14 @@ case class HotKeySplitWindowExec(
       shuffleWriterProcessor = ShuffleExchangeExec.createShuffleWriteProcessor(writeMetrics))
   }
 
-  /** The hot keys' splits: summarized (one job), seeded on the driver, then computed. */
-  private def hotKeyResults(splits: RDD[InternalRow], ranges: HotKeyRanges): RDD[InternalRow] = {
+  /**
+   * The hot keys' splits: summarized (one job), seeded on the driver, then computed; a key too
+   * large for a ranking function's int runs Spark's window in one task.
+   */
+  private def hotKeyResults(
+      splits: RDD[InternalRow],
+      ranges: HotKeyRanges,
+      dependency: ShuffleDependency[Int, InternalRow, InternalRow]): RDD[InternalRow] = {
     val split = new SplitWindowFunctions(functions, windowExpression, orderSpec, child.output)
     // A split holds one key: sorted by the rest of the order (peers stay consecutive).
     val byOrder = SortExec(sortOrder.drop(partitionSpec.size), global = false, child = child)
@@ -239,18 +247,33 @@ case class HotKeySplitWindowExec(
         split.summarize(if (needsPeers) inOrder(rows) else rows))
     val first = ranges.hashPartitions
     val seeds = new Array[InternalRow](ranges.numSplits)
-    val wholeValues = new Array[InternalRow](ranges.numSplits)
-    ranges.hotKeys.foreach { hot =>
+    val keyValues = new Array[InternalRow](ranges.numSplits)
+    val maxRankedRows = conf.getConf(SkewAggConf.TEST_WINDOW_MAX_RANKED_ROWS)
+    val (splitKeys, sparksKeys) = ranges.hotKeys.partition { h =>
+      split.splits(h.partitions.map(p => summaries(p - first).rows).sum, maxRankedRows)
+    }
+    splitKeys.foreach { hot =>
       val ids = hot.partitions.map(_ - first)
       val (keySeeds, values) = split.seeds(ids.map(summaries(_)))
-      ids.zip(keySeeds).foreach { case (i, seed) => seeds(i) = seed; wholeValues(i) = values }
+      ids.zip(keySeeds).foreach { case (i, seed) => seeds(i) = seed; keyValues(i) = values }
     }
     val peerBuffer = PeerBuffer(
       conf.windowExecBufferInMemoryThreshold,
       conf.windowExecBufferSpillThreshold)
-    splits.mapPartitionsWithIndexInternal { (i, rows) =>
-      val counted = rows.map { row => splitRows += 1; row }
-      split.evaluate(inOrder(counted), seeds(i), wholeValues(i), peerBuffer)
+    val splitResults = splits.mapPartitionsWithIndexInternal { (i, rows) =>
+      if (seeds(i) == null) Iterator.empty // (a key left to Spark's window, below)
+      else {
+        val counted = rows.map { row => splitRows += 1; row }
+        split.evaluate(inOrder(counted), seeds(i), keyValues(i), peerBuffer)
+      }
+    }
+    if (sparksKeys.isEmpty) splitResults
+    else {
+      // Each such key's splits read in order by one task, Spark's sort and window over them.
+      val whole =
+        sparksKeys.map(h => CoalescedPartitionSpec(h.partitions.head, h.partitions.last + 1))
+      val keys = new ShuffledRowRDD(dependency, readMetrics, whole.toArray[ShufflePartitionSpec])
+      sparkContext.union(splitResults, sparkWindow(RowsScanExec(child.output, keys)).execute())
     }
   }
 

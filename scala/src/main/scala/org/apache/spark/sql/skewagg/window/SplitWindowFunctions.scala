@@ -4,8 +4,9 @@ import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
   Attribute, AttributeReference, DenseRank, EvalMode, Expression, GenericInternalRow, JoinedRow,
-  MutableProjection, NamedExpression, Rank, RowNumberLike, RowOrdering, SortOrder,
-  SpecificInternalRow, UnsafeProjection, UnsafeRow, WindowExpression
+  MutableProjection, NamedExpression, NTile, RankLike, RowNumberLike, RowOrdering,
+  SizeBasedWindowFunction, SortOrder, SpecificInternalRow, UnsafeProjection, UnsafeRow,
+  WindowExpression
 }
 import org.apache.spark.sql.catalyst.expressions.aggregate.{DeclarativeAggregate, Sum}
 import org.apache.spark.sql.execution.ExternalAppendOnlyUnsafeRowArray
@@ -40,7 +41,9 @@ final case class PeerBuffer(inMemoryRows: Int, spillRows: Int) {
  * splits before it: for aggregates, Spark's merge of those splits' partial buffers (an integral
  * sum merged wrapping, [[WrappingLongSum]], so that only an overflow of a true running value or
  * of the key's total fails, as in Spark); for row_number and rank, the rows before; for
- * dense_rank, the peer groups before and the order values of the last row before. Rows are then
+ * dense_rank, the peer groups before and the order values of the last row before; for ntile, its
+ * buffer after the rows before ([[NTileSeed]]); cume_dist and percent_rank also read the key's
+ * rows (`n`). Rows are then
  * updated and evaluated with the functions' own expressions, in the window's order: ROWS frames
  * after each row, RANGE frames after each peer group. Ties never straddle two splits (the
  * routing keeps equal order values together), so a split starts a peer group.
@@ -65,11 +68,19 @@ final class SplitWindowFunctions(
   })
   private val partialBuffer = partials.flatMap(_.aggBufferAttributes)
 
+  /**
+   * Whether a key of `rows` rows can be split: ranks and `n` are ints in Spark's window, so a
+   * key of more than `maxRankedRows` (Spark's largest int) with a ranking function is left to
+   * Spark's window (whatever Spark does with it).
+   */
+  def splits(rows: Long, maxRankedRows: Long): Boolean =
+    rows <= maxRankedRows || !functions.exists(f => ranking(f.function))
+
   /** dense_rank needs the peer groups before a split and the last order values. */
   val needsPeers: Boolean = functions.exists(_.function.isInstanceOf[DenseRank])
 
   private def ranking(f: DeclarativeAggregate): Boolean = f match {
-    case _: RowNumberLike | _: Rank | _: DenseRank => true
+    case _: RowNumberLike | _: RankLike => true
     case _ => false
   }
 
@@ -85,21 +96,23 @@ final class SplitWindowFunctions(
     val ordering = RowOrdering.create(orderSpec, input)
     var count = 0L
     var peers = 0L
-    var last: InternalRow = null
+    var groupStart: InternalRow = null // the first row of the current peer group, copied
     rows.foreach { row =>
       if (partials.nonEmpty) update(join.withRight(row))
-      if (needsPeers) {
-        if (last == null || ordering.compare(last, row) != 0) peers += 1
-        last = row.copy()
+      if (needsPeers && (groupStart == null || ordering.compare(groupStart, row) != 0)) {
+        peers += 1
+        groupStart = row.copy()
       }
       count += 1
     }
-    SplitSummary(count, peers, Option(last).map(orderOf(_).copy()), buffer.copy())
+    // The last peer group's order values (its rows are equal in the window's order).
+    SplitSummary(count, peers, Option(groupStart).map(orderOf(_).copy()), buffer.copy())
   }
 
   /**
    * Per split of one key (in order): the seed of its running functions, Spark's buffers in
-   * [[runningBuffer]]'s layout. And the key's whole-partition values, in `whole`'s order.
+   * [[runningBuffer]]'s layout. And the key's whole-partition values, in `whole`'s order, then
+   * the key's rows (the `n` of cume_dist and percent_rank, an int as in Spark's window).
    */
   def seeds(splits: Seq[SplitSummary]): (Seq[InternalRow], InternalRow) = {
     val merged = new SpecificInternalRow(partialBuffer.map(_.dataType))
@@ -107,11 +120,12 @@ final class SplitWindowFunctions(
     val merge = MutableProjection.create(
       partials.flatMap(_.mergeExpressions),
       partialBuffer ++ partials.flatMap(_.inputAggBufferAttributes)).target(merged)
+    val total = splits.map(_.rows).sum
     var rowsBefore = 0L
     var peersBefore = 0L
     var lastOrder: Option[UnsafeRow] = None
     val seeds = splits.map { split =>
-      val seed = runningSeed(merged, rowsBefore, peersBefore, lastOrder)
+      val seed = runningSeed(merged, total, rowsBefore, peersBefore, lastOrder)
       merge(new JoinedRow(merged, split.partial))
       rowsBefore += split.rows
       peersBefore += split.peerGroups
@@ -120,8 +134,9 @@ final class SplitWindowFunctions(
     }
     val values = MutableProjection.create(
       whole.map(f => partials(aggregates.indexOf(f)).evaluateExpression),
-      partialBuffer)
-    (seeds, values(merged).copy())
+      partialBuffer)(merged)
+    val keyValues = whole.indices.map(i => values.get(i, whole(i).dataType)) :+ rowsBefore.toInt
+    (seeds, new GenericInternalRow(keyValues.toArray[Any]))
   }
 
   private val runningBuffer = running.flatMap(_.function.aggBufferAttributes)
@@ -129,6 +144,7 @@ final class SplitWindowFunctions(
   /** The running functions' buffers after the rows before a split. */
   private def runningSeed(
       merged: InternalRow,
+      total: Long,
       rowsBefore: Long,
       peersBefore: Long,
       lastOrder: Option[UnsafeRow]): InternalRow = {
@@ -138,12 +154,13 @@ final class SplitWindowFunctions(
       f.function match {
         // Spark's buffers (windowExpressions.scala): row_number (rowNumber); rank (rank,
         // rowNumber, the order values); dense_rank (rank, the order values).
-        case _: RowNumberLike => Seq(rowsBefore.toInt)
+        case t: NTile => NTileSeed.after(rowsBefore, total, t.buckets.eval().asInstanceOf[Int])
+        case _: RowNumberLike => Seq(rowsBefore.toInt) // row_number, cume_dist
         case _: DenseRank =>
           peersBefore.toInt +: buffer.indices.tail.map { j =>
             lastOrder.fold(null: Any)(_.get(j - 1, buffer(j).dataType))
           }
-        case _: Rank =>
+        case _: RankLike => // rank, percent_rank
           // rank 0 makes the split's first row take its row number as rank.
           Seq(0, (rowsBefore + 1).toInt) ++ buffer.drop(2).map(_ => null)
         case _ =>
@@ -160,12 +177,12 @@ final class SplitWindowFunctions(
 
   /**
    * A split's rows with the window's results: `rows` in the window's order, one key's, seeded
-   * with `seed` ([[seeds]]) and the key's `wholeValues`.
+   * with `seed` and the key's `keyValues` ([[seeds]]).
    */
   def evaluate(
       rows: Iterator[InternalRow],
       seed: InternalRow,
-      wholeValues: InternalRow,
+      keyValues: InternalRow,
       peerBuffer: PeerBuffer): Iterator[InternalRow] = {
     val rowsFrame = running.filter(_.frame == SplitFrame.RunningRows)
     val rangeFrame = running.filter(_.frame == SplitFrame.RunningRange)
@@ -191,8 +208,8 @@ final class SplitWindowFunctions(
         if (f.frame == SplitFrame.Whole) wholeAttributes(whole.indexOf(f))
         else f.function.evaluateExpression
       },
-      wholeAttributes ++ runningBuffer).target(results)
-    val evaluationInput = new JoinedRow(wholeValues, buffer)
+      (wholeAttributes :+ SizeBasedWindowFunction.n) ++ runningBuffer).target(results)
+    val evaluationInput = new JoinedRow(keyValues, buffer)
     val join = new JoinedRow(buffer, null)
     val output = resultProjection()
     val withResults = new JoinedRow()

@@ -1,8 +1,9 @@
 package org.apache.spark.sql.skewagg.window
 
 import org.apache.spark.sql.catalyst.expressions.{
-  CurrentRow, DenseRank, Expression, NamedExpression, Rank, RangeFrame, RowFrame, RowNumber,
-  SortOrder, SpecifiedWindowFrame, UnboundedFollowing, UnboundedPreceding, WindowExpression
+  CumeDist, CurrentRow, DenseRank, Expression, NamedExpression, NTile, PercentRank, Rank,
+  RangeFrame, RowFrame, RowNumber, SortOrder, SpecifiedWindowFrame, UnboundedFollowing,
+  UnboundedPreceding, WindowExpression
 }
 import org.apache.spark.sql.catalyst.expressions.aggregate.{
   AggregateExpression, Average, Complete, Count, DeclarativeAggregate, Max, Min, Sum
@@ -46,8 +47,9 @@ final case class SplitFunction(
  *    p + 10 cannot overflow before 2^31 rows of precision p <= 28. float / double sums, and avg
  *    of integral values (a double buffer), add in another order than Spark's, so an ORDER BY
  *    window keeps Spark's plan unless `spark.skewagg.window.split.floatingPoint.enabled`;
- *  - row_number, rank, dense_rank: the seed is the rows (or peer groups) of the earlier ranges.
- * Everything else (sliding and shrinking frames, lag / lead, ntile, percent_rank, cume_dist,
+ *  - row_number, rank, dense_rank, percent_rank, cume_dist, ntile: the seed is the rows (or peer
+ *    groups) of the earlier ranges, and the key's rows are its size `n`.
+ * Everything else (sliding and shrinking frames, lag / lead,
  * first / last values, DISTINCT or FILTER aggregates, imperative aggregates) is refused.
  */
 object WindowSplitSupport {
@@ -76,7 +78,8 @@ object WindowSplitSupport {
     }
     val name = w.windowFunction.sql
     val supported: Either[String, DeclarativeAggregate] = w.windowFunction match {
-      case r @ (_: RowNumber | _: Rank | _: DenseRank) if knownBuffer(r) =>
+      case r @ (_: RowNumber | _: Rank | _: DenseRank | _: PercentRank | _: CumeDist | _: NTile)
+          if knownBuffer(r) =>
         Right(r.asInstanceOf[DeclarativeAggregate])
       case AggregateExpression(a: DeclarativeAggregate, Complete, false, None, _) =>
         aggregate(a, ordered, conf).map(reason => s"$name is not split: $reason").toLeft(a)
@@ -85,8 +88,8 @@ object WindowSplitSupport {
       case AggregateExpression(_, _, _, Some(_), _) =>
         Left(s"$name is not split: aggregates with FILTER are not.")
       case _ =>
-        Left(s"$name is not split: only count, sum, avg, min, max, row_number, rank and " +
-          "dense_rank are.")
+        Left(s"$name is not split: only count, sum, avg, min, max, row_number, rank, " +
+          "dense_rank, percent_rank, cume_dist and ntile are.")
     }
     supported.flatMap { function =>
       frame.map(SplitFunction(w, function, _)).toRight(
@@ -97,7 +100,10 @@ object WindowSplitSupport {
 
   /** A ranking function's buffer is as the split seeds it (SplitWindowFunctions). */
   private def knownBuffer(r: Expression): Boolean = r match {
-    case _: RowNumber => r.asInstanceOf[DeclarativeAggregate].aggBufferAttributes.size == 1
+    case _: RowNumber | _: CumeDist =>
+      r.asInstanceOf[DeclarativeAggregate].aggBufferAttributes.size == 1
+    case p: PercentRank => p.aggBufferAttributes.size == 2 + p.children.size
+    case t: NTile => t.aggBufferAttributes.size == 5 && t.buckets.foldable
     case d: DenseRank => d.aggBufferAttributes.size == 1 + d.children.size
     case k: Rank => k.aggBufferAttributes.size == 2 + k.children.size
     case _ => false

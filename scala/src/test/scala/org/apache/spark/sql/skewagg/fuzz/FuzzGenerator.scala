@@ -185,6 +185,92 @@ object FuzzGenerator {
   }
 
   /**
+   * A window query over `t1` (issue 19): its own random stream, so that the aggregate cases of
+   * every seed stay as they were. One window spec: without ORDER BY (whole-partition
+   * aggregates), with an ORDER BY that has ties (functions whose rows do not depend on the order
+   * of ties: ranks, RANGE and whole frames), or with a total order (every column after it: any
+   * function, identical rows being interchangeable). Some functions are not split.
+   */
+  def window(seed: Long, index: Int): FuzzCase = {
+    val r = new Random(seed * 1000003L + index + 0x77696e64L)
+    val keyType = pick(r, KeyTypes)
+    val keys = pick(r, Seq(1, 3, 20, 200))
+    val distribution = pick(r, Seq("skewed", "skewed", "skewed", "uniform", "empty", "single"))
+    val rows = if (distribution == "empty") 0 else 1 + r.nextInt(1500)
+    val fact = factTable(r, keyType, keys, distribution, rows, pick(r, Seq(0, 1, 4, 8, 8)))
+    val partitionBy = pick(r, Seq("f.k1", "f.k1", "f.k1", "f.k1, f.k2"))
+    val order = pick(r, Seq("f.vi", "f.vi DESC", "f.vf", "f.vd DESC NULLS LAST", "f.k2, f.vs"))
+    val whole = Seq(
+      "sum(f.vi)",
+      "count(*)",
+      "min(f.vf)",
+      "max(f.vd)",
+      "avg(f.vn)",
+      "sum(f.vl)",
+      "count(f.vs)",
+      "avg(f.vf)",
+      "sum(f.vf)",
+      "collect_set(f.k2)")
+    val ties = Seq(
+      "rank()",
+      "dense_rank()",
+      "percent_rank()",
+      "cume_dist()",
+      "sum(f.vi)",
+      "count(*)",
+      "min(f.vf)",
+      "max(f.vs)",
+      "sum(f.vl)",
+      "avg(f.vd)",
+      "sum(f.vf)",
+      "sum(f.vn)")
+    val anyOrder = ties ++ Seq(
+      "row_number()",
+      "ntile(3)",
+      "ntile(50)",
+      "lag(f.vi)",
+      "first_value(f.vi)")
+    val frames = Seq(
+      "",
+      "",
+      " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+      " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING",
+      " ROWS BETWEEN 1 PRECEDING AND CURRENT ROW")
+    val (spec, functions) = pick(r, Seq("whole", "ties", "ties", "total", "total")) match {
+      case "whole" => (s"PARTITION BY $partitionBy", whole.map(_ -> ""))
+      case "ties" => (s"PARTITION BY $partitionBy ORDER BY $order", ties.map(_ -> ""))
+      case _ =>
+        val total = s"$order, f.k1, f.k2, f.vi, f.vl, f.vd, f.vn, f.vf, f.vs"
+        val aggregates = anyOrder.filter(_.contains("("))
+        (
+          s"PARTITION BY $partitionBy ORDER BY $total",
+          anyOrder.map(f =>
+            f -> (if (f.endsWith("()") || f.contains("lag")) "" else pick(r, frames)))
+            .filter { case (f, frame) => frame.isEmpty || aggregates.contains(f) })
+    }
+    val chosen = Seq.fill(1 + r.nextInt(4))(pick(r, functions)).distinct
+    val select = chosen.zipWithIndex.map { case ((f, frame), i) =>
+      val frameSpec = if (frame.nonEmpty && spec.contains("ORDER BY")) frame else ""
+      s"$f OVER ($spec$frameSpec) AS w$i"
+    }
+    val where = pick(r, Seq("", "", " WHERE f.vi IS NULL OR f.vi > -500"))
+    val query = s"SELECT f.*, ${select.mkString(", ")} FROM t1 f$where"
+    val windowSettings = Seq(
+      "spark.skewagg.window.split.minKeyRows" -> pick(r, Seq("2", "16", "1000000")),
+      "spark.skewagg.window.split.maxSplits" -> pick(r, Seq("2", "7", "256")),
+      "spark.skewagg.window.split.sampleSize" -> pick(r, Seq("50", "100000")),
+      "spark.skewagg.window.split.floatingPoint.enabled" -> pick(r, Seq("true", "false")))
+    FuzzCase(
+      seed,
+      index,
+      Seq(fact),
+      query,
+      settings(r) ++ windowSettings,
+      Seq("DROP VIEW IF EXISTS t1"),
+      "window")
+  }
+
+  /**
    * A query whose aggregate over a join is correlated with an outer row: a LATERAL subquery or
    * a scalar subquery, which Spark decorrelates into an aggregate over a join grouped by the
    * outer columns (or by a literal, or over a domain join), the shapes of issue 23.

@@ -127,7 +127,8 @@ object FuzzRunner {
     "SplitSkewedJoinBelowAggregate" -> "skew split of the join",
     "SplitSkewedShuffleBelowAggregate" -> "skewed repartition read in splits",
     "SplitSkewedBucketsBelowAggregate" -> "skewed buckets read unbucketed",
-    "PlanHolisticAggregatesSortBased" -> "SingleKeyAggregate")
+    "PlanHolisticAggregatesSortBased" -> "SingleKeyAggregate",
+    "SplitSkewedWindow" -> "HotKeySplitWindow")
 
   /**
    * Read from every node, those below reused exchanges included: adaptive execution reuses a
@@ -140,7 +141,7 @@ object FuzzRunner {
 
   /** Names that appear in an executed plan only when a skewagg rewrite happened. */
   val SkewAggOperators: Seq[String] =
-    Seq("SkewAggLocalStage", "FlushingPartialAggregate", "SingleKeyAggregate")
+    Seq("SkewAggLocalStage", "FlushingPartialAggregate", "SingleKeyAggregate", "HotKeySplitWindow")
 
   private def condition(e: Throwable): String = {
     val root = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).collectFirst {

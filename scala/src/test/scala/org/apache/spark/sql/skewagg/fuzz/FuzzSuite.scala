@@ -29,6 +29,21 @@ class FuzzSuite extends SkewAggSuiteBase {
     assert(outcomes.count(_.rewritten) >= Cases / 10, summary.text(Seed, 0))
   }
 
+  private val WindowCases = sys.env.get("SKEWAGG_FUZZ_WINDOW_CASES").map(_.toInt).getOrElse(60)
+
+  test(s"$WindowCases random window cases of seed $Seed: skewagg never changes a result") {
+    spark.sparkContext.setLogLevel("OFF")
+    val outcomes =
+      try (0 until WindowCases).map(i => FuzzRunner.run(spark, FuzzGenerator.window(Seed, i)))
+      finally spark.sparkContext.setLogLevel("WARN")
+    val summary = FuzzSummary(outcomes)
+    info(summary.text(Seed, 0))
+    assert(
+      summary.failed.isEmpty,
+      summary.failed.map(o => s"\n${o.failure.get}\n${o.fuzzCase.repro}").mkString("\n"))
+    assert(outcomes.count(_.rewritten) >= WindowCases / 10, summary.text(Seed, 0))
+  }
+
   test("the cases longer fuzz runs failed on pass (docs/testing.md, bugs found)") {
     val found = Seq(1L -> 135, 5L -> 293, 5L -> 367, 5L -> 4410)
     spark.sparkContext.setLogLevel("OFF")

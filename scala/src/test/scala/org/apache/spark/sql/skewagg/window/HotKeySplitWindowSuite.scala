@@ -73,7 +73,8 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
         "CURRENT ROW) AS s, count(i) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN UNBOUNDED " +
         "PRECEDING AND CURRENT ROW) AS c, min(f) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN " +
         "UNBOUNDED PRECEDING AND CURRENT ROW) AS lo, row_number() OVER (PARTITION BY k ORDER " +
-        "BY o) AS rn"))
+        "BY o) AS rn, ntile(7) OVER (PARTITION BY k ORDER BY o) AS nt, ntile(100000) OVER " +
+        "(PARTITION BY k ORDER BY o) AS nt_many"))
     assertSplit(windowed(
       "sum(d) OVER (PARTITION BY k ORDER BY o DESC ROWS BETWEEN UNBOUNDED PRECEDING AND " +
         "CURRENT ROW) AS s, avg(d) OVER (PARTITION BY k ORDER BY o DESC ROWS BETWEEN " +
@@ -87,6 +88,7 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
       assertSplit(windowed(
         s"sum(v) OVER $w AS s, count(*) OVER $w AS c, max(d) OVER $w AS hi, " +
           s"sum(d) OVER $w AS sd, rank() OVER $w AS r, dense_rank() OVER $w AS dr, " +
+          s"percent_rank() OVER $w AS pr, cume_dist() OVER $w AS cd, " +
           s"sum(v) OVER (PARTITION BY k ORDER BY $order ROWS BETWEEN UNBOUNDED PRECEDING " +
           "AND UNBOUNDED FOLLOWING) AS whole"))
     }
@@ -96,7 +98,21 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
     val w = "(PARTITION BY k ORDER BY f)"
     assertSplit(windowed(
       s"rank() OVER $w AS r, dense_rank() OVER $w AS dr, count(*) OVER $w AS c, " +
+        s"cume_dist() OVER $w AS cd, percent_rank() OVER $w AS pr, " +
         s"min(v) OVER $w AS lo"))
+  }
+
+  test("a hot key too large for a ranking function's int runs Spark's window in one task") {
+    // (Spark numbers rows with ints: the limit, lowered here, is 2,147,483,647 rows.)
+    val d = windowed(
+      "row_number() OVER (PARTITION BY k ORDER BY o) AS rn, sum(v) OVER (PARTITION BY k " +
+        "ORDER BY o) AS s",
+      SkewAggConf.TEST_WINDOW_MAX_RANKED_ROWS.key -> "1000")
+    assert(splits(d).size == 1 && splits(d).head.metrics("splitRows").value == 0)
+    val sums = windowed(
+      "sum(v) OVER (PARTITION BY k ORDER BY o) AS s",
+      SkewAggConf.TEST_WINDOW_MAX_RANKED_ROWS.key -> "1000")
+    assert(splits(sums).head.metrics("splitRows").value > 0)
   }
 
   test("several hot keys") {
