@@ -22,7 +22,8 @@ import org.apache.spark.sql.execution.metric.{
 }
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.skewagg.{
-  ExternalSorts, HotKeyRanges, SkewAggConf, SkewAggWindowExec, SkewedPartitions
+  ExternalSorts, HotKeyRanges, SkewAggConf, SkewAggLocalStageExec, SkewAggWindowExec,
+  SkewedPartitions
 }
 import org.apache.spark.sql.types.MapType
 
@@ -162,10 +163,8 @@ case class HotKeySplitWindowExec(
       slots = 1,
       factor = 0.0
     ) // (the partitions are skewed: skewagg's per-slot test was made on them)
-    val skewed = s"${skew.skewed.size} skewed partition(s) of the window's shuffle " +
-      s"(${SkewedPartitions.format(skew.skewed.map(_._2).max, inRows = false)} the largest, " +
-      s"over the ${SkewedPartitions.format(skew.threshold, inRows = false)} threshold), read " +
-      s"in ${pieceSpecs.size} pieces; " +
+    val skewed = s"${HotKeySplitWindowExec.describe(skew)}, read in ${pieceSpecs.size} " +
+      "pieces; " +
       ranges.describe("order", minKeyRows, SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key)
     if (ranges.hotKeys.isEmpty) return finish(sparkWindow(child).execute(), skewed)
 
@@ -285,4 +284,9 @@ object HotKeySplitWindowExec {
 
   /** What the run found and did, with its numbers (set when it runs). */
   val Split: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.windowSplit")
+
+  /** "1 skewed partition(s) of the window's shuffle (partition 3 is 143.3 KiB, 40x ...)". */
+  def describe(skew: SkewedPartitions): String =
+    s"${skew.skewed.size} skewed partition(s) of the window's shuffle " +
+      s"(${SkewAggLocalStageExec.describe("partition", skew)})"
 }

@@ -87,9 +87,7 @@ case class SplitSkewedWindow(session: SparkSession) extends Rule[SparkPlan] {
           SkewAggDecisions.record(
             window,
             Rewritten("hot keys of the window's skewed partitions split by order: " +
-              s"${skew.skewed.size} skewed partition(s), the largest " +
-              s"${SkewedPartitions.format(skew.skewed.map(_._2).max, inRows = false)}, " +
-              s"over the ${SkewedPartitions.format(skew.threshold, inRows = false)} threshold"))
+              HotKeySplitWindowExec.describe(skew)))
           Some(split)
       }
     }
