@@ -69,6 +69,21 @@ def test_row_number_split_and_explained(spark: SparkSession) -> None:
     assert "window 1: PARTITION BY k: rn" in text and "hot key split by order" in text, text
 
 
+@pytest.mark.usefixtures("split_conf")
+def test_hints_on_windows(spark: SparkSession) -> None:
+    """NO_SKEW_AGG leaves a skewed window to Spark; SKEW_AGG splits a hot key no partition-size
+    test calls skewed."""
+    by_o = Window.partitionBy("k").orderBy("o")
+    windowed = _skewed(spark).select("k", "o", F.lag("v", 2).over(by_o).alias("l"))
+    text = skewagg.explain_text(windowed.hint("no_skew_agg"), run=True)
+    assert "left alone: hint NO_SKEW_AGG." in text, text
+    with session_settings(spark, {"spark.skewagg.skew.factor": "1000"}):
+        plans = differential(spark, lambda s: _skewed(s).select(
+            "k", "o", F.lag("v", 2).over(by_o).alias("l")).hint("skew_agg"))
+        assert plans[(True, True)].has("HotKeySplitWindowExec"), plans[(True, True)]
+        assert "not skewed" in skewagg.explain_text(windowed, run=True)
+
+
 def test_local_cluster_windows_match_spark(tmp_path: Path) -> None:
     """tests/apps/window_split.py on local-cluster[2,1,1024]: every query's four variants give
     Spark's rows, and the hot key is split only with skewagg and adaptive execution on."""

@@ -26,6 +26,9 @@ QUERIES = {
     "count(*) OVER (PARTITION BY k ORDER BY i DESC) AS c FROM t",
     "whole": "SELECT k, o, sum(v) OVER (PARTITION BY k) AS s, max(o) OVER (PARTITION BY k) AS m "
     "FROM t",
+    "offsets": "SELECT k, o, lag(v, 3) OVER w AS l, lead(o) OVER w AS n, "
+    "first_value(v) OVER w AS f, last_value(v) OVER w AS lv, nth_value(v, 5) OVER w AS nv "
+    "FROM t WINDOW w AS (PARTITION BY k ORDER BY o)",
 }
 
 

@@ -1,7 +1,9 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.{AnalysisException, SparkSession}
-import org.apache.spark.sql.catalyst.expressions.{Expression, Literal, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{
+  Expression, Literal, NamedExpression, UnresolvedWindowExpression, WindowExpression
+}
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
 import org.apache.spark.sql.catalyst.plans.logical._
 import org.apache.spark.sql.catalyst.rules.Rule
@@ -12,7 +14,10 @@ import org.apache.spark.sql.execution.SparkPlan
  * `/*+ SKEW_AGG */` (or `SKEW_AGG(col, ...)` naming the skewed columns) forces skewagg's
  * local-global plans for an aggregate, skew evidence or not; `/*+ NO_SKEW_AGG */` keeps skewagg
  * away from it. In DataFrames: `df.groupBy(...).agg(...).hint("skew_agg")`. Resolved onto the
- * aggregate itself (`Aggregate.hint`), which the rules read.
+ * aggregate itself (`Aggregate.hint`), which the rules read. On a SELECT with window functions
+ * and no aggregate below, the hint goes to its windows (a tag on each logical `Window`,
+ * [[SkewAggHints.WindowTag]]): SKEW_AGG looks for hot keys in every partition of a window's
+ * shuffle, NO_SKEW_AGG leaves the windows to Spark.
  */
 case class SkewAggHint(force: Boolean, columns: Seq[String]) extends AggregateHint {
   def name: String = if (force) SkewAggHints.Force else SkewAggHints.Forbid
@@ -46,6 +51,42 @@ object SkewAggHints {
    */
   val Tag: TreeNodeTag[SkewAggHint] = TreeNodeTag[SkewAggHint]("skewagg.hint")
 
+  /** The hint on the windows of a hinted SELECT without an aggregate below it. */
+  val WindowTag: TreeNodeTag[SkewAggHint] = TreeNodeTag[SkewAggHint]("skewagg.windowHint")
+
+  /** The hint of the logical window a physical window was planned from. */
+  def ofWindow(plan: SparkPlan): Option[SkewAggHint] =
+    plan.logicalLink.flatMap(_.getTagValue(WindowTag))
+
+  /**
+   * Whether `plan` holds window functions through unary nodes: a `Window`, or (in SQL, before
+   * the windows are extracted) a node with window expressions.
+   */
+  def windowed(plan: LogicalPlan): Boolean = plan match {
+    case _: Window => true
+    case p if p.expressions.exists(_.exists {
+          case _: WindowExpression | _: UnresolvedWindowExpression => true
+          case _ => false
+        }) =>
+      true
+    case u: UnaryNode => windowed(u.child)
+    case _ => false
+  }
+
+  /**
+   * Tags with `hint` the windows below `plan` through unary nodes, down to an aggregate or a view
+   * or subquery (whose windows are not the hinted SELECT's). In place, so only on nodes of the
+   * hinted query alone: a DataFrame's plan shares its nodes with the DataFrames built on it
+   * ([[ResolveSkewAggHints]] tags a clone), and analysis keeps a node a rule returns equal to it
+   * (a copy with a tag is equal), so a SELECT's windows are tagged where analysis extracted them.
+   */
+  def tagWindows(plan: LogicalPlan, hint: SkewAggHint): Unit = plan match {
+    case _: Aggregate | _: SubqueryAlias | _: View =>
+    case w: Window => w.setTagValue(WindowTag, hint); tagWindows(w.child, hint)
+    case u: UnaryNode => tagWindows(u.child, hint)
+    case _ =>
+  }
+
   /** `plan` with `hint` on the first aggregate below it through unary nodes, if there is one. */
   def attach(plan: LogicalPlan, hint: SkewAggHint): Option[LogicalPlan] = plan match {
     case a: Aggregate if of(a).contains(hint) => Some(a)
@@ -63,14 +104,19 @@ object SkewAggHints {
 case class RestoreSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] {
   override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsDown {
     case p if p.getTagValue(SkewAggHints.Tag).isDefined =>
-      SkewAggHints.attach(p, p.getTagValue(SkewAggHints.Tag).get).getOrElse(p)
+      val hint = p.getTagValue(SkewAggHints.Tag).get
+      SkewAggHints.attach(p, hint).getOrElse {
+        SkewAggHints.tagWindows(p, hint) // (a SELECT's windows: extracted by now)
+        p
+      }
   }
 }
 
 /**
  * Hint resolution: moves a SKEW_AGG / NO_SKEW_AGG hint onto the aggregate it is written on: the
- * first aggregate below the hint through unary operators (Project, Filter, Sort, aliases, ...).
- * A hint with no aggregate below it, or whose parameters are not column names, is an analysis
+ * first aggregate below the hint through unary operators (Project, Filter, Sort, aliases, ...);
+ * without one, onto the windows below it ([[RestoreSkewAggHints]] tags them once they exist).
+ * A hint with neither below it, or whose parameters are not column names, is an analysis
  * error; column names are checked against the aggregate's input by [[CheckSkewAggHints]] once
  * the plan is resolved.
  */
@@ -93,11 +139,20 @@ case class ResolveSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] 
               s"Write /*+ ${h.name.toUpperCase}(column, ...) */ or leave the parameters out.")
       }
       val hint = SkewAggHint(force, columns)
-      val hinted = SkewAggHints.attach(h.child, hint).getOrElse(throw new SkewAggAnalysisException(
+      val hinted = SkewAggHints.attach(h.child, hint).orElse {
+        // A DataFrame's windows exist already (tagged on a clone); a SELECT's are extracted
+        // later (tagged then, RestoreSkewAggHints).
+        if (!SkewAggHints.windowed(h.child)) None
+        else {
+          val own = h.child.clone()
+          SkewAggHints.tagWindows(own, hint)
+          Some(own)
+        }
+      }.getOrElse(throw new SkewAggAnalysisException(
         s"${h.name.toUpperCase} hint must be placed on an aggregate with grouping keys (GROUP " +
-          "BY, or the DataFrame returned by groupBy(...).agg(...)), but there is no aggregate " +
-          s"below it in: ${h.child.simpleString(200)}. (In SQL, an aggregate without GROUP BY " +
-          "has one group and nothing to spread: leave the hint out.)"))
+          "BY, or the DataFrame returned by groupBy(...).agg(...)) or on window functions, but " +
+          s"there is neither below it in: ${h.child.simpleString(200)}. (In SQL, an aggregate " +
+          "without GROUP BY has one group and nothing to spread: leave the hint out.)"))
       hinted.setTagValue(SkewAggHints.Tag, hint)
       hinted
   }
@@ -121,24 +176,26 @@ case class ResolveSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] 
  */
 case class CheckSkewAggHints(session: SparkSession) extends (LogicalPlan => Unit) {
   override def apply(plan: LogicalPlan): Unit = plan.foreach {
-    case a: Aggregate =>
-      SkewAggHints.of(a).foreach { hint =>
-        val resolver = session.sessionState.conf.resolver
-        hint.columns.foreach { column =>
-          val nameParts = UnresolvedAttribute.parseAttributeName(column)
-          val exists =
-            try a.child.resolve(nameParts, resolver).isDefined
-            catch {
-              case _: AnalysisException => true // ambiguous: more than one column has that name
-            }
-          if (!exists) {
-            val available = a.child.output.map(c => (c.qualifier :+ c.name).mkString("."))
-            throw new SkewAggAnalysisException(
-              s"${hint.name} hint names column `$column`, which is not a column of the " +
-                s"aggregate's input. Available columns: ${available.mkString(", ")}.")
-          }
-        }
-      }
+    case a: Aggregate => SkewAggHints.of(a).foreach(check(_, a.child, "aggregate"))
+    case w: Window => w.getTagValue(SkewAggHints.WindowTag).foreach(check(_, w.child, "window"))
     case _ =>
+  }
+
+  private def check(hint: SkewAggHint, input: LogicalPlan, what: String): Unit = {
+    val resolver = session.sessionState.conf.resolver
+    hint.columns.foreach { column =>
+      val nameParts = UnresolvedAttribute.parseAttributeName(column)
+      val exists =
+        try input.resolve(nameParts, resolver).isDefined
+        catch {
+          case _: AnalysisException => true // ambiguous: more than one column has that name
+        }
+      if (!exists) {
+        val available = input.output.map(c => (c.qualifier :+ c.name).mkString("."))
+        throw new SkewAggAnalysisException(
+          s"${hint.name} hint names column `$column`, which is not a column of the " +
+            s"$what's input. Available columns: ${available.mkString(", ")}.")
+      }
+    }
   }
 }

@@ -21,8 +21,9 @@ import org.apache.spark.sql.execution.metric.{
   SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter
 }
 import org.apache.spark.sql.execution.window.WindowExec
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  ExternalSorts, HotKeyRanges, SkewAggConf, SkewAggLocalStageExec, SkewAggWindowExec,
+  ExternalSorts, HotKeyRanges, SkewAggConf, SkewAggHints, SkewAggLocalStageExec, SkewAggWindowExec,
   SkewedPartitions
 }
 import org.apache.spark.sql.types.MapType
@@ -35,7 +36,8 @@ import org.apache.spark.sql.types.MapType
  * window's shuffle (a materialized query stage, maybe read coalesced) has skewed partitions and
  * every window function can be split ([[WindowSplitSupport]]). `child` is the window's input: the
  * stage, or rows computed from it by Project / Filter; `sortOrder` is the order Spark sorted it in
- * for the window (the window's keys and order, or more that a window above it needs).
+ * for the window (the window's keys and order, or more that a window above it needs); `forced`
+ * (the SKEW_AGG hint) reads every partition as skewed.
  *
  * Execution (every decision is a function of the input, so task retries are safe):
  *  1. Partitions that are not skewed run Spark's own sort and window, as before.
@@ -58,6 +60,7 @@ case class HotKeySplitWindowExec(
     partitionSpec: Seq[Expression],
     orderSpec: Seq[SortOrder],
     sortOrder: Seq[SortOrder],
+    forced: Boolean,
     child: SparkPlan)
     extends UnaryExecNode with SkewAggWindowExec {
 
@@ -93,7 +96,7 @@ case class HotKeySplitWindowExec(
     s"HotKeySplitWindow $functions, $keys, $order, hotKeys=splitByOrder"
   }
 
-  private lazy val functions: Seq[SplitFunction] =
+  private lazy val functions: Seq[SplitWindowFunction] =
     WindowSplitSupport.functions(windowExpression, orderSpec, conf).fold(
       reason => throw new IllegalStateException(s"HotKeySplitWindow planned for $reason"),
       identity)
@@ -127,7 +130,7 @@ case class HotKeySplitWindowExec(
     val sizes = stats.bytesByPartitionId
     val specs: Seq[ShufflePartitionSpec] = read.map(_.partitionSpecs).getOrElse(
       sizes.indices.map(i => CoalescedPartitionSpec(i, i + 1, sizes(i))))
-    val skew = SkewedPartitions.find(sizes, conf)
+    val skew = HotKeySplitWindowExec.skewOf(sizes, forced, conf)
     val skewedIds = skew.skewed.map(_._1).toSet
     def reducers(spec: ShufflePartitionSpec): Range = spec match {
       case CoalescedPartitionSpec(start, end, _) => start until end
@@ -163,7 +166,7 @@ case class HotKeySplitWindowExec(
       slots = 1,
       factor = 0.0
     ) // (the partitions are skewed: skewagg's per-slot test was made on them)
-    val skewed = s"${HotKeySplitWindowExec.describe(skew)}, read in ${pieceSpecs.size} " +
+    val skewed = s"${HotKeySplitWindowExec.describe(skew, forced)}, read in ${pieceSpecs.size} " +
       "pieces; " +
       ranges.describe("order", minKeyRows, SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key)
     if (ranges.hotKeys.isEmpty) return finish(sparkWindow(child).execute(), skewed)
@@ -232,20 +235,21 @@ case class HotKeySplitWindowExec(
       ranges: HotKeyRanges,
       dependency: ShuffleDependency[Int, InternalRow, InternalRow]): RDD[InternalRow] = {
     val split = new SplitWindowFunctions(functions, windowExpression, orderSpec, child.output)
-    // A split holds one key: sorted by the rest of the order (peers stay consecutive).
-    val byOrder = SortExec(sortOrder.drop(partitionSpec.size), global = false, child = child)
-    val sorted = byOrder.sortOrder.nonEmpty
+    // A split holds one key: sorted by the rest of the order (peers stay consecutive), and ties
+    // by the rows' bytes, so that the summary and the evaluation read one order.
+    val order = sortOrder.drop(partitionSpec.size)
+    val output = child.output
     val sortSpill = longMetric("sortSpillSize")
     val splitRows = longMetric("splitRows")
     def inOrder(rows: Iterator[InternalRow]) =
-      if (sorted) ExternalSorts.sort(rows, byOrder, sortSpill) else rows
-    val needsPeers = split.needsPeers
+      if (order.isEmpty) rows else ExternalSorts.sortTotally(rows, order, output, sortSpill)
+    val summarizesInOrder = split.summarizesInOrder
     val summaries = sparkContext.runJob(
       splits,
       (_: TaskContext, rows: Iterator[InternalRow]) =>
-        split.summarize(if (needsPeers) inOrder(rows) else rows))
+        split.summarize(if (summarizesInOrder) inOrder(rows) else rows))
     val first = ranges.hashPartitions
-    val seeds = new Array[InternalRow](ranges.numSplits)
+    val seeds = new Array[SplitSeed](ranges.numSplits)
     val keyValues = new Array[InternalRow](ranges.numSplits)
     val maxRankedRows = conf.getConf(SkewAggConf.TEST_WINDOW_MAX_RANKED_ROWS)
     val (splitKeys, sparksKeys) = ranges.hotKeys.partition { h =>
@@ -285,8 +289,19 @@ object HotKeySplitWindowExec {
   /** What the run found and did, with its numbers (set when it runs). */
   val Split: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.windowSplit")
 
+  /** The window's skewed partitions: with the SKEW_AGG hint (`forced`), all that hold rows. */
+  def skewOf(sizes: Array[Long], forced: Boolean, conf: SQLConf): SkewedPartitions = {
+    val found = SkewedPartitions.find(sizes, conf)
+    if (!forced) found
+    else found.copy(skewed = sizes.indices.filter(sizes(_) > 0).map(i => (i, sizes(i))))
+  }
+
   /** "1 skewed partition(s) of the window's shuffle (partition 3 is 143.3 KiB, 40x ...)". */
-  def describe(skew: SkewedPartitions): String =
-    s"${skew.skewed.size} skewed partition(s) of the window's shuffle " +
-      s"(${SkewAggLocalStageExec.describe("partition", skew)})"
+  def describe(skew: SkewedPartitions, forced: Boolean): String = {
+    val partitions =
+      if (forced) s"hint ${SkewAggHints.Force}: ${skew.skewed.size} partition(s) of the " +
+        "window's shuffle read as skewed"
+      else s"${skew.skewed.size} skewed partition(s) of the window's shuffle"
+    s"$partitions (${SkewAggLocalStageExec.describe("partition", skew)})"
+  }
 }

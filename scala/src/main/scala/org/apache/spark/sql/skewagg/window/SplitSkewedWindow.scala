@@ -8,7 +8,7 @@ import org.apache.spark.sql.execution.{FilterExec, ProjectExec, SortExec, SparkP
 import org.apache.spark.sql.execution.adaptive.ShuffleQueryStageExec
 import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ValidateRequirements}
 import org.apache.spark.sql.execution.window.WindowExec
-import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggDecisions, SkewedPartitions}
+import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggDecisions, SkewAggHints}
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritten, SwitchedOff}
 
 /**
@@ -24,11 +24,15 @@ import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritt
  * window's order, each range seeded with what the ranges before it hold, so every row gets
  * Spark's result. Nothing changes when no partition is skewed.
  *
+ * With the SKEW_AGG hint on the window, every partition of its shuffle is read as skewed (hot
+ * keys are still found by the sample).
+ *
  * Refuses (recorded on the window) when skewagg or `spark.skewagg.window.enabled` is off, the
- * window has no PARTITION BY, a key is a collated string (the split routes keys as binary rows),
- * a function or frame cannot be split ([[WindowSplitSupport]]), the
- * input is not deterministic (it is read more than once), or a node above relies on the window's
- * output being hash-partitioned by its keys (another window or aggregate on those keys).
+ * hint NO_SKEW_AGG is on the window, the window has no PARTITION BY, a key is a collated string
+ * (the split routes keys as binary rows), a function or frame cannot be split
+ * ([[WindowSplitSupport]]), the input is not deterministic (it is read more than once; first and
+ * last values are, but for ties), or a node above relies on the window's output being
+ * hash-partitioned by its keys (another window or aggregate on those keys).
  */
 case class SplitSkewedWindow(session: SparkSession) extends Rule[SparkPlan] {
 
@@ -55,9 +59,13 @@ case class SplitSkewedWindow(session: SparkSession) extends Rule[SparkPlan] {
   /** The split window, or None with the reason recorded on `window`. */
   private def decide(window: WindowExec, stage: ShuffleQueryStageExec): Option[SparkPlan] = {
     val sizes = stage.mapStats.get.bytesByPartitionId
-    val skew = SkewedPartitions.find(sizes, conf)
+    val hint = SkewAggHints.ofWindow(window)
+    val forced = hint.exists(_.force)
+    val skew = HotKeySplitWindowExec.skewOf(sizes, forced, conf)
     def refuse(reason: String) = { SkewAggDecisions.record(window, Refused(reason)); None }
-    if (!skew.nonEmpty) {
+    if (hint.exists(!_.force)) {
+      refuse(s"hint ${SkewAggHints.Forbid}.")
+    } else if (!skew.nonEmpty) {
       SkewAggDecisions.record(window, NotSkewed.of("the window's shuffle", sizes, conf))
       None
     } else if (!conf.getConf(SkewAggConf.WINDOW_ENABLED)) {
@@ -71,7 +79,7 @@ case class SplitSkewedWindow(session: SparkSession) extends Rule[SparkPlan] {
       refuse("a PARTITION BY key is a collated string: keys equal but not byte-equal would be " +
         "routed apart.")
     } else if (!input(window).forall(_.expressions.forall(_.deterministic)) ||
-      !window.windowExpression.forall(_.deterministic)) {
+      !window.windowExpression.forall(WindowSplitSupport.deterministicButTies)) {
       refuse("the window's input is not deterministic, and a split reads it more than once.")
     } else {
       WindowSplitSupport.functions(window.windowExpression, window.orderSpec, conf) match {
@@ -82,12 +90,13 @@ case class SplitSkewedWindow(session: SparkSession) extends Rule[SparkPlan] {
             window.partitionSpec,
             window.orderSpec,
             window.child.asInstanceOf[SortExec].sortOrder,
+            forced,
             window.child.asInstanceOf[SortExec].child)
           split.setLogicalLink(window.logicalLink.orNull)
           SkewAggDecisions.record(
             window,
             Rewritten("hot keys of the window's skewed partitions split by order: " +
-              HotKeySplitWindowExec.describe(skew)))
+              HotKeySplitWindowExec.describe(skew, forced)))
           Some(split)
       }
     }

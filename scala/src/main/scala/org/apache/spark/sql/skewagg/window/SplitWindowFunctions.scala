@@ -4,25 +4,34 @@ import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
   Attribute, AttributeReference, DenseRank, EvalMode, Expression, GenericInternalRow, JoinedRow,
-  MutableProjection, NamedExpression, NTile, RankLike, RowNumberLike, RowOrdering,
+  MutableProjection, NamedExpression, NthValue, NTile, RankLike, RowNumberLike, RowOrdering,
   SizeBasedWindowFunction, SortOrder, SpecificInternalRow, UnsafeProjection, UnsafeRow,
   WindowExpression
 }
-import org.apache.spark.sql.catalyst.expressions.aggregate.{DeclarativeAggregate, Sum}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{DeclarativeAggregate, First, Last, Sum}
 import org.apache.spark.sql.execution.ExternalAppendOnlyUnsafeRowArray
 import org.apache.spark.sql.skewagg.{EvalModes, SpillableRowArrays, WrappingLongSum}
 import org.apache.spark.sql.types.IntegralType
 
 /**
- * What one split (one order range of one hot key) holds, for the splits after it: its rows, its
- * peer groups and the order values of its last row (when dense_rank needs them), and the partial
- * buffers of its aggregates (`SplitWindowFunctions.partials`' layout).
+ * What one split (one order range of one hot key) holds, for the splits around it: its rows, its
+ * peer groups and the order values of its last row (when dense_rank needs them), the partial
+ * buffers of its aggregates (`SplitWindowFunctions.partials`' layout), and the inputs at its
+ * edges that lag and lead reach (`SplitOffsets.Halo`) and nth_value (`SplitNthValues.Head`).
  */
 final case class SplitSummary(
     rows: Long,
     peerGroups: Long,
     lastOrder: Option[UnsafeRow],
-    partial: InternalRow)
+    partial: InternalRow,
+    halo: Seq[IndexedSeq[UnsafeRow]],
+    heads: Seq[(Long, IndexedSeq[UnsafeRow])])
+
+/**
+ * What a split starts from: its running functions' buffers after the splits before it, and the
+ * inputs lag and lead reach beyond it (`SplitOffsets.seeds`).
+ */
+final case class SplitSeed(running: InternalRow, offsets: Seq[IndexedSeq[UnsafeRow]])
 
 /** Spark's window buffer thresholds (`spark.sql.windowExec.buffer.*`), for one peer group. */
 final case class PeerBuffer(inMemoryRows: Int, spillRows: Int) {
@@ -38,24 +47,33 @@ final case class PeerBuffer(inMemoryRows: Int, spillRows: Int) {
  * ([[seeds]]), and each split then computes its rows' results from its seed ([[evaluate]]).
  *
  * Rule: a split's seed is exactly the buffer Spark's window holds after the key's rows in the
- * splits before it: for aggregates, Spark's merge of those splits' partial buffers (an integral
- * sum merged wrapping, [[WrappingLongSum]], so that only an overflow of a true running value or
- * of the key's total fails, as in Spark); for row_number and rank, the rows before; for
- * dense_rank, the peer groups before and the order values of the last row before; for ntile, its
- * buffer after the rows before ([[NTileSeed]]); cume_dist and percent_rank also read the key's
- * rows (`n`). Rows are then
+ * splits before it: for aggregates (first / last values too), Spark's merge of those splits'
+ * partial buffers, in order (an integral sum merged wrapping, [[WrappingLongSum]], so that only
+ * an overflow of a true running value or of the key's total fails, as in Spark); for row_number
+ * and rank, the rows before; for dense_rank, the peer groups before and the order values of the
+ * last row before; for ntile, its buffer after the rows before ([[NTileSeed]]); for nth_value,
+ * the n-th counted input before and the rows counted ([[SplitNthValues]]); cume_dist and
+ * percent_rank also read the key's rows (`n`); lag and lead, the inputs beyond the split
+ * ([[SplitOffsets]]). Rows are then
  * updated and evaluated with the functions' own expressions, in the window's order: ROWS frames
  * after each row, RANGE frames after each peer group. Ties never straddle two splits (the
- * routing keeps equal order values together), so a split starts a peer group.
+ * routing keeps equal order values together), so a split starts a peer group; within a split,
+ * every pass reads ties in one order (the caller's).
  */
 final class SplitWindowFunctions(
-    functions: Seq[SplitFunction],
+    splitFunctions: Seq[SplitWindowFunction],
     windowExpression: Seq[NamedExpression],
     orderSpec: Seq[SortOrder],
     input: Seq[Attribute])
     extends Serializable {
 
-  private val aggregates = functions.filterNot(f => ranking(f.function))
+  private val functions = splitFunctions.collect { case f: SplitFunction => f }
+  private val offsets = new SplitOffsets(splitFunctions.collect { case o: SplitOffset => o }, input)
+
+  private val nthFunctions = functions.filter(_.function.isInstanceOf[NthValue])
+  private val nths =
+    new SplitNthValues(nthFunctions.map(_.function.asInstanceOf[NthValue]), input)
+  private val aggregates = functions.filterNot(f => ranking(f.function) || nthFunctions.contains(f))
   private val running = functions.filter(_.frame != SplitFrame.Whole)
   private val whole = functions.filter(_.frame == SplitFrame.Whole)
 
@@ -77,14 +95,24 @@ final class SplitWindowFunctions(
     rows <= maxRankedRows || !functions.exists(f => ranking(f.function))
 
   /** dense_rank needs the peer groups before a split and the last order values. */
-  val needsPeers: Boolean = functions.exists(_.function.isInstanceOf[DenseRank])
+  private val needsPeers: Boolean = functions.exists(_.function.isInstanceOf[DenseRank])
+
+  /**
+   * Whether a split's summary reads its rows in the window's order (as its evaluation does):
+   * for dense_rank's peer groups, first / last / nth values over an order, and lag / lead.
+   */
+  val summarizesInOrder: Boolean = needsPeers || !offsets.isEmpty || orderSpec.nonEmpty &&
+    functions.exists(_.function match {
+      case _: First | _: Last | _: NthValue => true
+      case _ => false
+    })
 
   private def ranking(f: DeclarativeAggregate): Boolean = f match {
     case _: RowNumberLike | _: RankLike => true
     case _ => false
   }
 
-  /** One split's summary from its rows, in the window's order when [[needsPeers]]. */
+  /** One split's summary from its rows, in the window's order when [[summarizesInOrder]]. */
   def summarize(rows: Iterator[InternalRow]): SplitSummary = {
     val buffer = new SpecificInternalRow(partialBuffer.map(_.dataType))
     MutableProjection.create(partials.flatMap(_.initialValues)).target(buffer)(InternalRow.empty)
@@ -97,8 +125,12 @@ final class SplitWindowFunctions(
     var count = 0L
     var peers = 0L
     var groupStart: InternalRow = null // the first row of the current peer group, copied
+    val halo = if (offsets.isEmpty) None else Some(new offsets.Halo)
+    val head = if (nthFunctions.isEmpty) None else Some(new nths.Head)
     rows.foreach { row =>
       if (partials.nonEmpty) update(join.withRight(row))
+      halo.foreach(_.add(row))
+      head.foreach(_.add(row))
       if (needsPeers && (groupStart == null || ordering.compare(groupStart, row) != 0)) {
         peers += 1
         groupStart = row.copy()
@@ -106,15 +138,21 @@ final class SplitWindowFunctions(
       count += 1
     }
     // The last peer group's order values (its rows are equal in the window's order).
-    SplitSummary(count, peers, Option(groupStart).map(orderOf(_).copy()), buffer.copy())
+    SplitSummary(
+      count,
+      peers,
+      Option(groupStart).map(orderOf(_).copy()),
+      buffer.copy(),
+      halo.fold(Seq.empty[IndexedSeq[UnsafeRow]])(_.result),
+      head.fold(Seq.empty[(Long, IndexedSeq[UnsafeRow])])(_.result))
   }
 
   /**
-   * Per split of one key (in order): the seed of its running functions, Spark's buffers in
-   * [[runningBuffer]]'s layout. And the key's whole-partition values, in `whole`'s order, then
+   * Per split of one key (in order): its seed, its running functions' in Spark's buffers
+   * ([[runningBuffer]]'s layout). And the key's whole-partition values, in `whole`'s order, then
    * the key's rows (the `n` of cume_dist and percent_rank, an int as in Spark's window).
    */
-  def seeds(splits: Seq[SplitSummary]): (Seq[InternalRow], InternalRow) = {
+  def seeds(splits: Seq[SplitSummary]): (Seq[SplitSeed], InternalRow) = {
     val merged = new SpecificInternalRow(partialBuffer.map(_.dataType))
     MutableProjection.create(partials.flatMap(_.initialValues)).target(merged)(InternalRow.empty)
     val merge = MutableProjection.create(
@@ -124,19 +162,29 @@ final class SplitWindowFunctions(
     var rowsBefore = 0L
     var peersBefore = 0L
     var lastOrder: Option[UnsafeRow] = None
-    val seeds = splits.map { split =>
-      val seed = runningSeed(merged, total, rowsBefore, peersBefore, lastOrder)
+    val (nthSeeds, nthValues) = nths.seeds(splits.map(_.heads))
+    val seeds = splits.indices.map { i =>
+      val split = splits(i)
+      val seed = runningSeed(merged, total, rowsBefore, peersBefore, lastOrder, nthSeeds(i))
       merge(new JoinedRow(merged, split.partial))
       rowsBefore += split.rows
       peersBefore += split.peerGroups
       if (split.lastOrder.isDefined) lastOrder = split.lastOrder
       seed
     }
+    val evaluated = whole.filter(aggregates.contains)
     val values = MutableProjection.create(
-      whole.map(f => partials(aggregates.indexOf(f)).evaluateExpression),
+      evaluated.map(f => partials(aggregates.indexOf(f)).evaluateExpression),
       partialBuffer)(merged)
-    val keyValues = whole.indices.map(i => values.get(i, whole(i).dataType)) :+ rowsBefore.toInt
-    (seeds, new GenericInternalRow(keyValues.toArray[Any]))
+    val keyValues = whole.map { f =>
+      if (nthFunctions.contains(f)) nthValues(nthFunctions.indexOf(f))
+      else values.get(evaluated.indexOf(f), f.dataType)
+    } :+ rowsBefore.toInt
+    val offsetSeeds =
+      if (offsets.isEmpty) splits.map(_ => Nil) else offsets.seeds(splits.map(_.halo))
+    (
+      seeds.zip(offsetSeeds).map { case (r, o) => SplitSeed(r, o) },
+      new GenericInternalRow(keyValues.toArray[Any]))
   }
 
   private val runningBuffer = running.flatMap(_.function.aggBufferAttributes)
@@ -147,7 +195,8 @@ final class SplitWindowFunctions(
       total: Long,
       rowsBefore: Long,
       peersBefore: Long,
-      lastOrder: Option[UnsafeRow]): InternalRow = {
+      lastOrder: Option[UnsafeRow],
+      nthBuffers: Seq[Seq[Any]]): InternalRow = {
     val offsets = partials.scanLeft(0)(_ + _.aggBufferAttributes.size)
     val values = running.flatMap { f =>
       val buffer = f.function.aggBufferAttributes
@@ -163,6 +212,7 @@ final class SplitWindowFunctions(
         case _: RankLike => // rank, percent_rank
           // rank 0 makes the split's first row take its row number as rank.
           Seq(0, (rowsBefore + 1).toInt) ++ buffer.drop(2).map(_ => null)
+        case _: NthValue => nthBuffers(nthFunctions.indexWhere(_ eq f)) // (result, count)
         case _ =>
           val i = aggregates.indexWhere(_ eq f)
           // A wrapping sum's first field is Spark's sum buffer (integral sums have no other).
@@ -180,14 +230,19 @@ final class SplitWindowFunctions(
    * with `seed` and the key's `keyValues` ([[seeds]]).
    */
   def evaluate(
-      rows: Iterator[InternalRow],
-      seed: InternalRow,
+      inputRows: Iterator[InternalRow],
+      seed: SplitSeed,
       keyValues: InternalRow,
       peerBuffer: PeerBuffer): Iterator[InternalRow] = {
+    // Rows with their lag / lead results after the input (the input alone without them).
+    val rows =
+      if (offsets.isEmpty) inputRows else offsets.evaluate(inputRows, input, seed.offsets)
     val rowsFrame = running.filter(_.frame == SplitFrame.RunningRows)
     val rangeFrame = running.filter(_.frame == SplitFrame.RunningRange)
     val buffer = new SpecificInternalRow(runningBuffer.map(_.dataType))
-    runningBuffer.indices.foreach(i => buffer.update(i, seed.get(i, runningBuffer(i).dataType)))
+    runningBuffer.indices.foreach { i =>
+      buffer.update(i, seed.running.get(i, runningBuffer(i).dataType))
+    }
     def updater(group: Seq[SplitFunction]) = if (group.isEmpty) None
     else {
       // Each function's update writes its own buffer fields; the others are kept as they are.
@@ -252,12 +307,17 @@ final class SplitWindowFunctions(
     }
   }
 
-  /** The window's output row from an input row and the functions' results (as WindowExec). */
+  /**
+   * The window's output row (as WindowExec's) from a row with its lag / lead results and the
+   * other functions' results.
+   */
   private def resultProjection(): UnsafeProjection = {
-    val byExpression = functions.map(_.expression).zip(resultAttributes).toMap
+    val byExpression = functions.map(_.expression).zip(resultAttributes).toMap ++ offsets.results
     val patched = windowExpression.map(_.transform {
       case w: WindowExpression if byExpression.contains(w) => byExpression(w)
     })
-    UnsafeProjection.create(input ++ patched, input ++ resultAttributes)
+    UnsafeProjection.create(
+      input ++ patched,
+      input ++ offsets.resultAttributes ++ resultAttributes)
   }
 }

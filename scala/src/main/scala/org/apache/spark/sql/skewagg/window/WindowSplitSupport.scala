@@ -1,16 +1,16 @@
 package org.apache.spark.sql.skewagg.window
 
 import org.apache.spark.sql.catalyst.expressions.{
-  CumeDist, CurrentRow, DenseRank, Expression, NamedExpression, NTile, PercentRank, Rank,
-  RangeFrame, RowFrame, RowNumber, SortOrder, SpecifiedWindowFrame, UnboundedFollowing,
-  UnboundedPreceding, WindowExpression
+  CumeDist, CurrentRow, DenseRank, Expression, FrameLessOffsetWindowFunction, Lag, NamedExpression,
+  NthValue, NTile, PercentRank, Rank, RangeFrame, RowFrame, RowNumber, SortOrder,
+  SpecifiedWindowFrame, UnboundedFollowing, UnboundedPreceding, WindowExpression
 }
 import org.apache.spark.sql.catalyst.expressions.aggregate.{
-  AggregateExpression, Average, Complete, Count, DeclarativeAggregate, Max, Min, Sum
+  AggregateExpression, Average, Complete, Count, DeclarativeAggregate, First, Last, Max, Min, Sum
 }
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{EvalModes, SkewAggConf}
-import org.apache.spark.sql.types.{DataType, DecimalType, FractionalType, IntegralType}
+import org.apache.spark.sql.types.{DataType, DecimalType, FractionalType, IntegralType, LongType}
 
 /**
  * How a window function's rows are framed, for a split key: the whole partition (one value per
@@ -25,15 +25,31 @@ object SplitFrame {
   case object RunningRange extends SplitFrame
 }
 
+/** A window function a split key can compute exactly. */
+sealed trait SplitWindowFunction {
+  def expression: WindowExpression
+  def dataType: DataType = expression.dataType
+}
+
 /**
- * A window function a split key can compute exactly: `function`'s own update, merge and evaluate
- * expressions (Spark's `DeclarativeAggregate`, as Spark's window runs them) in `frame`.
+ * `function`'s own update, merge and evaluate expressions (Spark's `DeclarativeAggregate`, as
+ * Spark's window runs them) in `frame`.
  */
 final case class SplitFunction(
     expression: WindowExpression,
     function: DeclarativeAggregate,
-    frame: SplitFrame) {
-  def dataType: DataType = expression.dataType
+    frame: SplitFrame)
+    extends SplitWindowFunction
+
+/**
+ * lag (`offset` < 0) or lead (`offset` > 0): `input` of the row `|offset|` rows before or after
+ * (counting only rows whose input is not null with `ignoreNulls`), else `default` of the row.
+ */
+final case class SplitOffset(expression: WindowExpression, function: FrameLessOffsetWindowFunction)
+    extends SplitWindowFunction {
+  val offset: Int = function.offset.eval().asInstanceOf[Int]
+  def input: Expression = function.input
+  def ignoreNulls: Boolean = function.ignoreNulls
 }
 
 /**
@@ -47,10 +63,18 @@ final case class SplitFunction(
  *    p + 10 cannot overflow before 2^31 rows of precision p <= 28. float / double sums, and avg
  *    of integral values (a double buffer), add in another order than Spark's, so an ORDER BY
  *    window keeps Spark's plan unless `spark.skewagg.window.split.floatingPoint.enabled`;
+ *  - first_value and last_value (with or without IGNORE NULLS), in the same frames: Spark's
+ *    merge of the earlier ranges' buffers, in order. Ties are read in one order (the rows'
+ *    bytes break them) by every pass of a split, so the values are those of one of the orders
+ *    Spark's window may read ties in;
  *  - row_number, rank, dense_rank, percent_rank, cume_dist, ntile: the seed is the rows (or peer
- *    groups) of the earlier ranges, and the key's rows are its size `n`.
- * Everything else (sliding and shrinking frames, lag / lead,
- * first / last values, DISTINCT or FILTER aggregates, imperative aggregates) is refused.
+ *    groups) of the earlier ranges, and the key's rows are its size `n`;
+ *  - nth_value up to the [[MaxOffset]]th row, in the same frames: the seed is the n-th input of
+ *    the earlier ranges' first inputs ([[SplitNthValues]]);
+ *  - lag, and lead without IGNORE NULLS, by at most [[MaxOffset]] rows: the seed is the inputs
+ *    of the last (lag) or first (lead) rows of the ranges before or after ([[SplitOffsets]]).
+ * Everything else (sliding and shrinking frames, lead IGNORE NULLS, DISTINCT or FILTER
+ * aggregates, imperative aggregates) is refused.
  */
 object WindowSplitSupport {
 
@@ -58,7 +82,7 @@ object WindowSplitSupport {
   def functions(
       windowExpression: Seq[NamedExpression],
       orderSpec: Seq[SortOrder],
-      conf: SQLConf): Either[String, Seq[SplitFunction]] = {
+      conf: SQLConf): Either[String, Seq[SplitWindowFunction]] = {
     val expressions = windowExpression.flatMap(_.collect { case w: WindowExpression => w }).distinct
     val split = expressions.map(w => function(w, orderSpec.nonEmpty, conf))
     split.collectFirst { case Left(reason) => reason }.toLeft(split.collect { case Right(f) => f })
@@ -67,7 +91,30 @@ object WindowSplitSupport {
   private def function(
       w: WindowExpression,
       ordered: Boolean,
-      conf: SQLConf): Either[String, SplitFunction] = {
+      conf: SQLConf): Either[String, SplitWindowFunction] = w.windowFunction match {
+    case o: FrameLessOffsetWindowFunction => offset(w, o)
+    case _ => aggregateOrRank(w, ordered, conf)
+  }
+
+  private def offset(
+      w: WindowExpression,
+      o: FrameLessOffsetWindowFunction): Either[String, SplitWindowFunction] = {
+    val split = SplitOffset(w, o)
+    val name = o.prettyName
+    if (math.abs(split.offset) > MaxOffset) {
+      Left(s"${w.windowFunction.sql} is not split: $name by more than $MaxOffset rows is not.")
+    } else if (split.offset == 0) {
+      Left(s"${w.windowFunction.sql} is not split: $name by 0 rows is not.")
+    } else if (split.ignoreNulls && !o.isInstanceOf[Lag]) {
+      Left(s"${w.windowFunction.sql} is not split: $name IGNORE NULLS is not (a split would " +
+        "hold its rows until enough values follow).")
+    } else Right(split)
+  }
+
+  private def aggregateOrRank(
+      w: WindowExpression,
+      ordered: Boolean,
+      conf: SQLConf): Either[String, SplitWindowFunction] = {
     val frame = w.windowSpec.frameSpecification match {
       case SpecifiedWindowFrame(_, UnboundedPreceding, UnboundedFollowing) => Some(SplitFrame.Whole)
       case SpecifiedWindowFrame(RowFrame, UnboundedPreceding, CurrentRow) =>
@@ -81,6 +128,9 @@ object WindowSplitSupport {
       case r @ (_: RowNumber | _: Rank | _: DenseRank | _: PercentRank | _: CumeDist | _: NTile)
           if knownBuffer(r) =>
         Right(r.asInstanceOf[DeclarativeAggregate])
+      case n: NthValue if n.offset.eval().asInstanceOf[Int] > MaxOffset =>
+        Left(s"$name is not split: nth_value beyond the ${MaxOffset}th row is not.")
+      case n: NthValue if knownBuffer(n) => Right(n)
       case AggregateExpression(a: DeclarativeAggregate, Complete, false, None, _) =>
         aggregate(a, ordered, conf).map(reason => s"$name is not split: $reason").toLeft(a)
       case AggregateExpression(_, _, true, _, _) =>
@@ -88,8 +138,9 @@ object WindowSplitSupport {
       case AggregateExpression(_, _, _, Some(_), _) =>
         Left(s"$name is not split: aggregates with FILTER are not.")
       case _ =>
-        Left(s"$name is not split: only count, sum, avg, min, max, row_number, rank, " +
-          "dense_rank, percent_rank, cume_dist and ntile are.")
+        Left(s"$name is not split: only count, sum, avg, min, max, first_value, last_value, " +
+          "nth_value, row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag and " +
+          "lead are.")
     }
     supported.flatMap { function =>
       frame.map(SplitFunction(w, function, _)).toRight(
@@ -106,18 +157,19 @@ object WindowSplitSupport {
     case t: NTile => t.aggBufferAttributes.size == 5 && t.buckets.foldable
     case d: DenseRank => d.aggBufferAttributes.size == 1 + d.children.size
     case k: Rank => k.aggBufferAttributes.size == 2 + k.children.size
+    case n: NthValue => n.aggBufferAttributes.map(_.dataType) == Seq(n.input.dataType, LongType)
     case _ => false
   }
 
   /** Why the aggregate `a` cannot be split, if it cannot. */
   private def aggregate(a: DeclarativeAggregate, ordered: Boolean, conf: SQLConf): Option[String] =
     a match {
-      case _: Count | _: Min | _: Max => None
+      case _: Count | _: Min | _: Max | _: First | _: Last => None
       case s: Sum if EvalModes.of(s) == org.apache.spark.sql.catalyst.expressions.EvalMode.TRY =>
         Some("try_sum is not split.")
       case s: Sum => summed(s.child, ordered, integralInDouble = false, conf)
       case v: Average => summed(v.child, ordered, integralInDouble = true, conf)
-      case _ => Some("only count, sum, avg, min and max aggregates are split.")
+      case _ => Some("only count, sum, avg, min, max, first and last aggregates are split.")
     }
 
   private def summed(
@@ -139,6 +191,17 @@ object WindowSplitSupport {
       case other => Some(s"sums of ${other.simpleString} are not split.")
     }
   }
+
+  /**
+   * Whether `e` is deterministic but for first / last values, which Spark marks nondeterministic
+   * because ties may be read in any order: the split reads them in one order in all its passes.
+   */
+  def deterministicButTies(e: Expression): Boolean = e.transformUp {
+    case AggregateExpression(f @ (_: First | _: Last), _, _, _, _) => f.children.head
+  }.deterministic
+
+  /** The rows lag and lead may reach across splits (each split keeps that many inputs). */
+  val MaxOffset = 1000
 
   /** Decimal sums buffer precision p + 10: 2^31 rows of precision 28 fit in 38 digits. */
   val MaxDecimalPrecision = 28

@@ -229,7 +229,11 @@ object FuzzGenerator {
       "ntile(3)",
       "ntile(50)",
       "lag(f.vi)",
-      "first_value(f.vi)")
+      "lag(f.vn, 3) IGNORE NULLS",
+      "lead(f.vs, 2, 'none')",
+      "first_value(f.vi)",
+      "last_value(f.vf, true)",
+      "nth_value(f.vi, 2)")
     val frames = Seq(
       "",
       "",
@@ -245,7 +249,8 @@ object FuzzGenerator {
         (
           s"PARTITION BY $partitionBy ORDER BY $total",
           anyOrder.map(f =>
-            f -> (if (f.endsWith("()") || f.contains("lag")) "" else pick(r, frames)))
+            f -> (if (f.endsWith("()") || f.startsWith("lag") || f.startsWith("lead")) ""
+                  else pick(r, frames)))
             .filter { case (f, frame) => frame.isEmpty || aggregates.contains(f) })
     }
     val chosen = Seq.fill(1 + r.nextInt(4))(pick(r, functions)).distinct

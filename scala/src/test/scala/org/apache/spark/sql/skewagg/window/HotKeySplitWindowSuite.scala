@@ -102,6 +102,64 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
         s"min(v) OVER $w AS lo"))
   }
 
+  test("lag, lead, first, last and nth values over a unique order, reaching across splits") {
+    for (order <- Seq("o", "o DESC")) {
+      val w = s"(PARTITION BY k ORDER BY $order)"
+      val running = s"(PARTITION BY k ORDER BY $order ROWS BETWEEN UNBOUNDED PRECEDING AND " +
+        "CURRENT ROW)"
+      val whole = s"(PARTITION BY k ORDER BY $order ROWS BETWEEN UNBOUNDED PRECEDING AND " +
+        "UNBOUNDED FOLLOWING)"
+      val sparse = "(CASE WHEN o % 7 < 5 THEN NULL ELSE v END)" // runs of nulls
+      assertSplit(windowed(
+        s"lag(v) OVER $w AS l1, lag(d, 3, -1) OVER $w AS l3, lag(v, 2, o) OVER $w AS lo, " +
+          s"lag(v, 1000) OVER $w AS far, lead(f) OVER $w AS n1, lead(v, 1000, 7) OVER $w AS " +
+          s"nfar, lead(d, 2) OVER $w AS n2, lag($sparse, 2) IGNORE NULLS OVER $w AS li, " +
+          s"first_value(i) OVER $w AS fv, last_value($sparse) IGNORE NULLS OVER $w AS lv, " +
+          s"first_value($sparse) IGNORE NULLS OVER $running AS fr, last_value(f) OVER $running " +
+          s"AS lr, nth_value(f, 2) OVER $w AS nf, nth_value($sparse, 900) IGNORE NULLS OVER " +
+          s"$running AS nr, nth_value(i, 1000) OVER $whole AS nw, last_value(v) OVER $whole " +
+          s"AS lw, sum(v) OVER $w AS s"))
+    }
+  }
+
+  test("ties: every function of a split window reads one order of the key's rows") {
+    // Over ties Spark's window reads the peers in any order, so runs are not compared: the split
+    // must read one order too, the same in its summary and its evaluation, for every function.
+    for (order <- Seq("i", "f DESC")) {
+      val w = s"(PARTITION BY k ORDER BY $order)"
+      withSQLConf(conf ++ Seq(
+        SkewAggConf.ENABLED.key -> "true",
+        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"): _*) {
+        table(spark).createOrReplaceTempView("t")
+        val query = spark.sql(
+          s"SELECT *, row_number() OVER $w AS rn, lag(o) OVER $w AS prev, lead(o, 2) OVER $w " +
+            s"AS next2, first_value(o) OVER (PARTITION BY k ORDER BY $order ROWS BETWEEN " +
+            s"UNBOUNDED PRECEDING AND CURRENT ROW) AS first, last_value(o) OVER $w AS lastPeer, " +
+            s"nth_value(o, 700) OVER $w AS at700, rank() OVER $w AS peer FROM t")
+        val byRank = query.collect().filter(_.getAs[Long]("k") == 0)
+          .sortBy(_.getAs[Int]("rn")).toIndexedSeq
+        val split = nodes[HotKeySplitWindowExec](executedPlan(query))
+        assert(
+          split.size == 1 && split.head.metrics("splits").value >= 2,
+          SkewAggExplain.explain(executedPlan(query)))
+        assert(byRank.map(_.getAs[Int]("rn")) == (1 to byRank.size))
+        val o = byRank.map(_.getAs[Long]("o"))
+        byRank.indices.foreach { r =>
+          val row = byRank(r)
+          assert(Option(row.getAs[Any]("prev")) == (if (r == 0) None else Some(o(r - 1))), row)
+          assert(Option(row.getAs[Any]("next2")) == o.lift(r + 2), row)
+          assert(row.getAs[Long]("first") == o.head, row)
+          // The peers of a row: the rows of its rank, consecutive in row numbers.
+          val peers = byRank.indices.filter(byRank(_).getAs[Int]("peer") == row.getAs[Int]("peer"))
+          assert(peers == (peers.head to peers.last) && peers.contains(r), row)
+          assert(row.getAs[Long]("lastPeer") == o(peers.last), row)
+          val at700 = if (peers.last >= 699) Some(o(699)) else None // (RANGE: to the last peer)
+          assert(Option(row.getAs[Any]("at700")) == at700, row)
+        }
+      }
+    }
+  }
+
   test("a hot key too large for a ranking function's int runs Spark's window in one task") {
     // (Spark numbers rows with ints: the limit, lowered here, is 2,147,483,647 rows.)
     val d = windowed(
@@ -151,11 +209,15 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
   }
 
   test("refused, with the reason: frames and functions that are not split") {
-    val lag = windowed("lag(v) OVER (PARTITION BY k ORDER BY o) AS l")
-    assert(splits(lag).isEmpty)
+    val moment = windowed("stddev(v) OVER (PARTITION BY k) AS sd")
+    assert(splits(moment).isEmpty)
     assert(
-      windowDecisions(lag).exists(_.contains("lag(t.v, 1, NULL) is not split")),
-      windowDecisions(lag))
+      windowDecisions(moment).exists(_.contains("is not split: only count, sum, avg")),
+      windowDecisions(moment))
+    val lead = windowed("lead(v) IGNORE NULLS OVER (PARTITION BY k ORDER BY o) AS n")
+    assert(windowDecisions(lead).exists(_.contains("lead IGNORE NULLS is not")))
+    val far = windowed("lag(v, 1001) OVER (PARTITION BY k ORDER BY o) AS n")
+    assert(windowDecisions(far).exists(_.contains("lag by more than 1000 rows is not")))
     val sliding = windowed(
       "sum(v) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s")
     assert(splits(sliding).isEmpty)
@@ -170,6 +232,46 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
     assert(windowDecisions(off).exists(_.contains("switched off")))
   }
 
+  test("hints on windows: NO_SKEW_AGG leaves them to Spark, SKEW_AGG reads every partition") {
+    val forbidden = differential(
+      s => {
+        table(s).createOrReplaceTempView("t")
+        s.sql("SELECT /*+ NO_SKEW_AGG */ *, sum(v) OVER (PARTITION BY k) AS s FROM t")
+      },
+      conf: _*)
+    assert(splits(forbidden).isEmpty)
+    assert(
+      windowDecisions(forbidden).contains("left alone: hint NO_SKEW_AGG."),
+      windowDecisions(forbidden))
+    // No partition is skewed by these thresholds: only the hint splits the hot key.
+    val even = conf :+ (SkewAggConf.SKEW_FACTOR.key -> "1000")
+    val sql = differential(
+      s => {
+        table(s).createOrReplaceTempView("t")
+        s.sql("SELECT /*+ SKEW_AGG(k) */ *, row_number() OVER (PARTITION BY k ORDER BY o) AS rn " +
+          "FROM t")
+      },
+      even: _*)
+    assert(splits(sql).head.decision.startsWith("hint SKEW_AGG: 32 partition(s)"), splits(sql))
+    assertSplit(sql)
+    val frame = differential(
+      s => {
+        val w = org.apache.spark.sql.expressions.Window.partitionBy("k").orderBy("o")
+        table(s).withColumn("s", sum("v").over(w)).hint("skew_agg")
+      },
+      even: _*)
+    assertSplit(frame)
+    assert(splits(windowed("sum(v) OVER (PARTITION BY k) AS s", even: _*)).isEmpty)
+    val error = intercept[Exception] {
+      table(spark).createOrReplaceTempView("t")
+      spark.sql("SELECT /*+ SKEW_AGG(nope) */ *, sum(v) OVER (PARTITION BY k) FROM t").collect()
+    }
+    assert(
+      error.getMessage.contains("SKEW_AGG hint names column `nope`, which is not a column " +
+        "of the window's input"),
+      error.getMessage)
+  }
+
   test("the explanation: each window, split with its numbers or left alone with the reason") {
     val split = windowed("sum(v) OVER (PARTITION BY k) AS s")
     val text = SkewAggExplain.explain(split.plan(on = true, adaptive = true))
@@ -178,13 +280,13 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
         "the window's shuffle"),
       text)
     assert(text.contains("1 hot key split by order into"), text)
-    val lag = windowed("lag(v) OVER (PARTITION BY k ORDER BY o) AS l")
-    val refused = SkewAggExplain.explain(lag.plan(on = true, adaptive = true))
+    val lead = windowed("lead(v) IGNORE NULLS OVER (PARTITION BY k ORDER BY o) AS n")
+    val refused = SkewAggExplain.explain(lead.plan(on = true, adaptive = true))
     assert(
-      refused.contains("window 1: PARTITION BY k: l\n  left alone: lag(t.v, 1, NULL) is " +
-        "not split"),
+      refused.contains("window 1: PARTITION BY k: n\n  left alone: lead(t.v, 1, NULL) is " +
+        "not split: lead IGNORE NULLS is not"),
       refused)
-    val notAdaptive = SkewAggExplain.explain(lag.plan(on = true, adaptive = false))
+    val notAdaptive = SkewAggExplain.explain(lead.plan(on = true, adaptive = false))
     assert(notAdaptive.contains("only under adaptive execution"), notAdaptive)
   }
 

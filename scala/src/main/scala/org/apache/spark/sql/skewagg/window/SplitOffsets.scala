@@ -1,0 +1,201 @@
+package org.apache.spark.sql.skewagg.window
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute, AttributeReference, Expression, If, JoinedRow, Literal, SpecificInternalRow,
+  UnsafeProjection, UnsafeRow, WindowExpression
+}
+import org.apache.spark.sql.types.BooleanType
+
+/**
+ * The lag and lead functions of a split key ([[SplitOffset]]).
+ *
+ * Shape: each split keeps its halo ([[Halo]]): per function, the inputs of its last (lag) or
+ * first (lead) counted rows, as many as the function reaches (counted: every row, or with
+ * IGNORE NULLS the rows whose input is not null). The driver cuts each split's seed from the
+ * halos of the splits before it (lag) or after it (lead) ([[seeds]]). A split's rows then read
+ * the rows before them from the last counted inputs, started with the seed, and the rows after
+ * them by being held until enough rows follow; the split's last rows complete theirs from the
+ * seed ([[evaluate]]). A row without its offset row takes its default, as in Spark's window.
+ *
+ * Rule: the halos and the evaluation read a split's rows in the same order (a total one), so a
+ * row's neighbours across a split boundary are the rows its neighbouring split put at its edge.
+ */
+final class SplitOffsets(offsets: Seq[SplitOffset], input: Seq[Attribute]) extends Serializable {
+
+  private val lags = offsets.indices.filter(offsets(_).offset < 0)
+  private val leads = offsets.indices.filter(offsets(_).offset > 0)
+  private val reach = offsets.map(o => math.abs(o.offset))
+
+  /** The functions' results, lags then leads, after the input in [[evaluate]]'s rows. */
+  val resultAttributes: Seq[Attribute] =
+    (lags ++ leads).map(i => AttributeReference("offset_result", offsets(i).dataType)())
+
+  /** The result attribute of each of the window's lag / lead expressions. */
+  def results: Map[WindowExpression, Attribute] =
+    (lags ++ leads).map(offsets(_).expression).zip(resultAttributes).toMap
+
+  def isEmpty: Boolean = offsets.isEmpty
+
+  /** Every function's input, in `offsets`' order. */
+  private def inputs(): UnsafeProjection = UnsafeProjection.create(offsets.map(_.input), input)
+
+  private def counted(i: Int, inputs: InternalRow): Boolean =
+    !offsets(i).ignoreNulls || !inputs.isNullAt(i)
+
+  /** A split's halo, from its rows in order: per function, its counted inputs at its edge. */
+  final class Halo {
+    private val project = inputs()
+    private val last = offsets.indices.map(i => new LastRows(if (lags.contains(i)) reach(i) else 0))
+    private val first = offsets.map(_ => mutable.ArrayBuffer.empty[UnsafeRow])
+
+    def add(row: InternalRow): Unit = {
+      val values = project(row)
+      lags.foreach(i => if (counted(i, values)) last(i).add(values))
+      leads.foreach(i =>
+        if (first(i).size < reach(i) && counted(i, values)) first(i) += values.copy())
+    }
+
+    /** Per function, the inputs (all functions' inputs, one row each) in the split's order. */
+    def result: Seq[IndexedSeq[UnsafeRow]] =
+      offsets.indices.map(i => if (lags.contains(i)) last(i).oldestFirst else first(i).toIndexedSeq)
+  }
+
+  /**
+   * Per split of one key (in order), per function: the inputs of the counted rows the split's
+   * rows reach beyond it, from the splits' `halos` (in order).
+   */
+  def seeds(halos: Seq[Seq[IndexedSeq[UnsafeRow]]]): Seq[Seq[IndexedSeq[UnsafeRow]]] = {
+    val none = IndexedSeq.empty[UnsafeRow]
+    val perFunction = offsets.indices.map { i =>
+      if (lags.contains(i)) {
+        halos.scanLeft(none)((before, halo) => (before ++ halo(i)).takeRight(reach(i))).init
+      } else halos.scanRight(none)((halo, after) => (halo(i) ++ after).take(reach(i))).tail
+    }
+    halos.indices.map(split => perFunction.map(_(split)))
+  }
+
+  /**
+   * A split's rows (in the halos' order, with any columns after the input) followed by the
+   * functions' results (lags, then leads): `seed` is the split's, from [[seeds]].
+   */
+  def evaluate(
+      rows: Iterator[InternalRow],
+      rowAttributes: Seq[Attribute],
+      seed: Seq[IndexedSeq[UnsafeRow]]): Iterator[InternalRow] = {
+    val lagged = if (lags.isEmpty) rows else withLags(rows, rowAttributes, seed)
+    if (leads.isEmpty) lagged
+    else withLeads(lagged, rowAttributes ++ resultAttributes.take(lags.size), seed)
+  }
+
+  /**
+   * A projection of `prefix` followed by each of `functions`' result: the input found for it
+   * (a picked row holds the found values, then whether each was found) or its default, evaluated
+   * on the current row as Spark's window does.
+   */
+  private def picking(functions: Seq[Int], prefix: Seq[Attribute]): UnsafeProjection = {
+    val values = functions.map(i => AttributeReference("found", offsets(i).dataType)())
+    val found = functions.map(_ => AttributeReference("isFound", BooleanType)())
+    val picked = functions.indices.map { j =>
+      val function = offsets(functions(j)).function
+      val default: Expression =
+        if (function.default == null || function.default.foldable &&
+          function.default.eval() == null) {
+          Literal.create(null, function.dataType)
+        } else function.default
+      If(found(j), values(j), default)
+    }
+    UnsafeProjection.create(prefix ++ picked, prefix ++ values ++ found)
+  }
+
+  private def pickedRow(functions: Seq[Int]): SpecificInternalRow =
+    new SpecificInternalRow(functions.map(offsets(_).dataType) ++ functions.map(_ => BooleanType))
+
+  private def withLags(
+      rows: Iterator[InternalRow],
+      prefix: Seq[Attribute],
+      seed: Seq[IndexedSeq[UnsafeRow]]): Iterator[InternalRow] = {
+    val project = inputs()
+    val before = lags.map { i =>
+      val last = new LastRows(reach(i))
+      seed(i).foreach(last.add)
+      last
+    }
+    val picked = pickedRow(lags)
+    val output = picking(lags, prefix)
+    val join = new JoinedRow()
+    rows.map { row =>
+      val values = project(row)
+      lags.indices.foreach { j =>
+        val found = before(j).size == reach(lags(j))
+        picked.setBoolean(lags.size + j, found)
+        if (found) picked.update(j, before(j).oldest.get(lags(j), offsets(lags(j)).dataType))
+        else picked.setNullAt(j)
+      }
+      val result = output(join(row, picked)) // (before the rows move on: it copies their values)
+      lags.indices.foreach(j => if (counted(lags(j), values)) before(j).add(values))
+      result
+    }
+  }
+
+  /** Leads count every row (lead IGNORE NULLS is not split): a row waits for its reach. */
+  private def withLeads(
+      rows: Iterator[InternalRow],
+      prefix: Seq[Attribute],
+      seed: Seq[IndexedSeq[UnsafeRow]]): Iterator[InternalRow] = {
+    val project = inputs()
+    val farthest = leads.map(reach).max
+    val held = mutable.ArrayDeque.empty[(UnsafeRow, UnsafeRow)] // a row, and its inputs
+    val picked = pickedRow(leads)
+    val output = picking(leads, prefix)
+    val join = new JoinedRow()
+    new Iterator[InternalRow] {
+      private def fill(): Unit = while (held.size <= farthest && rows.hasNext) {
+        val row = rows.next()
+        held.append((row.asInstanceOf[UnsafeRow].copy(), project(row).copy()))
+      }
+
+      override def hasNext: Boolean = { fill(); held.nonEmpty }
+
+      override def next(): InternalRow = {
+        fill()
+        val (row, _) = held.removeHead()
+        leads.indices.foreach { j =>
+          val i = leads(j)
+          val after = reach(i) - 1 // (held now starts right after the row)
+          val value =
+            if (after < held.size) Some(held(after)._2)
+            else seed(i).lift(after - held.size)
+          picked.setBoolean(leads.size + j, value.isDefined)
+          value match {
+            case Some(inputs) => picked.update(j, inputs.get(i, offsets(i).dataType))
+            case None => picked.setNullAt(j)
+          }
+        }
+        output(join(row, picked))
+      }
+    }
+  }
+}
+
+/** The last `capacity` rows added, oldest first, each copied into a reused slot. */
+private final class LastRows(capacity: Int) {
+  private val slots = new Array[UnsafeRow](capacity)
+  private var start = 0
+  private var count = 0
+
+  def size: Int = count
+
+  def oldest: UnsafeRow = slots(start)
+
+  def add(row: UnsafeRow): Unit = if (capacity > 0) {
+    val slot = (start + count) % capacity
+    if (slots(slot) == null) slots(slot) = row.copy() else slots(slot).copyFrom(row)
+    if (count < capacity) count += 1 else start = (start + 1) % capacity
+  }
+
+  def oldestFirst: IndexedSeq[UnsafeRow] =
+    (0 until count).map(j => slots((start + j) % capacity).copy())
+}
