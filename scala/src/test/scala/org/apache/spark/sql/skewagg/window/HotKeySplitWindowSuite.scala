@@ -301,6 +301,15 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
     assert(windowDecisions(d).exists(_.startsWith("not skewed")), windowDecisions(d))
   }
 
+  test("a chain of windows on different keys: the skewed one is split, the other is Spark's") {
+    val d = windowed(
+      "sum(v) OVER (PARTITION BY k ORDER BY o) AS s, row_number() OVER (PARTITION BY i " +
+        "ORDER BY o) AS rn, lag(v) OVER (PARTITION BY i ORDER BY o) AS l")
+    assertSplit(d)
+    assert(splits(d).head.partitionSpec.map(_.sql) == Seq("t.k"), splits(d))
+    assert(nodes[WindowExec](d.plan(on = true, adaptive = true)).size == 1)
+  }
+
   test("a second window on the same key above: the lower one is not split") {
     val d = windowed(
       "sum(v) OVER (PARTITION BY k) AS s, row_number() OVER (PARTITION BY k ORDER BY o) AS rn")
