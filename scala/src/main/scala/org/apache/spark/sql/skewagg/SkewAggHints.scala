@@ -59,10 +59,11 @@ object SkewAggHints {
     plan.logicalLink.flatMap(_.getTagValue(WindowTag))
 
   /**
-   * Whether `plan` holds window functions through unary nodes: a `Window`, or (in SQL, before
-   * the windows are extracted) a node with window expressions.
+   * Whether `plan` holds window functions through unary nodes, above any view: a `Window`, or
+   * (in SQL, before the windows are extracted) a node with window expressions.
    */
   def windowed(plan: LogicalPlan): Boolean = plan match {
+    case _: View => false
     case _: Window => true
     case p if p.expressions.exists(_.exists {
           case _: WindowExpression | _: UnresolvedWindowExpression => true
@@ -74,14 +75,14 @@ object SkewAggHints {
   }
 
   /**
-   * Tags with `hint` the windows below `plan` through unary nodes, down to an aggregate or a view
-   * or subquery (whose windows are not the hinted SELECT's). In place, so only on nodes of the
-   * hinted query alone: a DataFrame's plan shares its nodes with the DataFrames built on it
-   * ([[ResolveSkewAggHints]] tags a clone), and analysis keeps a node a rule returns equal to it
-   * (a copy with a tag is equal), so a SELECT's windows are tagged where analysis extracted them.
+   * Tags with `hint` the windows below `plan` through unary nodes, down to an aggregate or a view.
+   * In place, so only on nodes of the hinted query alone: a view's plan is shared by the queries
+   * that read it, and a DataFrame's with the DataFrames built on it ([[ResolveSkewAggHints]]
+   * tags a clone); analysis keeps a node a rule returns equal to it (a copy with a tag is equal),
+   * so a SELECT's windows are tagged where analysis extracted them.
    */
   def tagWindows(plan: LogicalPlan, hint: SkewAggHint): Unit = plan match {
-    case _: Aggregate | _: SubqueryAlias | _: View =>
+    case _: Aggregate | _: View =>
     case w: Window => w.setTagValue(WindowTag, hint); tagWindows(w.child, hint)
     case u: UnaryNode => tagWindows(u.child, hint)
     case _ =>
