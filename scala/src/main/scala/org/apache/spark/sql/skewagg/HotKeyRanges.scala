@@ -56,13 +56,18 @@ final case class HotKeyRanges(
 
   /**
    * "1 hot key split by value into 16 tasks: ...", or why none was; `splitBy` names what the
-   * splits are ranges of, `minKeyRowsKey` the setting that gave `minKeyRows`.
+   * splits are ranges of, `minKeyRowsKey` the setting that gave `minKeyRows`, `tasks` how many
+   * tasks read the hot keys.
    */
-  def describe(splitBy: String, minKeyRows: Long, minKeyRowsKey: String): String = {
+  def describe(
+      splitBy: String,
+      minKeyRows: Long,
+      minKeyRowsKey: String,
+      tasks: Int = numSplits): String = {
     val estimate = f"the largest key estimated at $largestKeyRows%,.0f rows from a sample"
     if (hotKeys.nonEmpty) {
       val keys = if (hotKeys.size == 1) "1 hot key" else s"${hotKeys.size} hot keys"
-      f"$keys split by $splitBy into $numSplits tasks ($estimate, an average partition " +
+      f"$keys split by $splitBy into $tasks tasks ($estimate, an average partition " +
         f"$averagePartitionRows%,.0f rows)"
     } else if (largestKeyRows == 0) {
       "no hot key split: the sample read no rows"
@@ -76,6 +81,11 @@ final case class HotKeyRanges(
         "(a key is split when it holds more than one partition's rows)"
     }
   }
+
+  /** The same hot keys, each in one split. */
+  def unsplit: HotKeyRanges = copy(hotKeys = hotKeys.zipWithIndex.map { case (hot, i) =>
+    hot.copy(firstPartition = hashPartitions + i, bounds = Array.empty[UnsafeRow])
+  })
 
   /**
    * The partition of each row, built once per task: `keys` and `order` are bound to `input`.
@@ -98,6 +108,7 @@ final case class HotKeyRanges(
       row => {
         val hot = byKey.get(keyOf(row))
         if (hot == null) hash(row).getInt(0)
+        else if (hot.bounds.isEmpty) hot.firstPartition
         else hot.firstPartition + HotKeyRanges.splitIndex(hot.bounds, valueOf(row), ordering)
       }
     }
@@ -126,8 +137,9 @@ object HotKeyRanges {
 
   /**
    * Samples `input` and picks the hot keys. The sample reads `sampleFraction` of the input's
-   * partitions (at least one, evenly spaced; one job) and keeps a reservoir of keys and order
-   * tuples of
+   * partitions (at least one, evenly spaced; one job), or with `partitionWeights` every
+   * partition, each row of partition i standing for `partitionWeights(i)` rows of the whole (the
+   * inverse of its chance to be read). It keeps a reservoir of keys and order tuples of
    * up to `sampleSize` rows in all, each partition's reservoir seeded by its index. A key is hot
    * when its estimated rows are at least `minKeyRows` and more than an average one of
    * `hashPartitions` partitions. Each is split into about (its rows / average partition rows)
@@ -149,12 +161,14 @@ object HotKeyRanges {
       sampleSize: Int,
       sampleFraction: Double,
       slots: Int,
-      factor: Double): HotKeyRanges = {
+      factor: Double,
+      partitionWeights: Option[IndexedSeq[Double]] = None): HotKeyRanges = {
     val inputPartitions = input.getNumPartitions
     if (inputPartitions == 0) return HotKeyRanges(hashPartitions, Nil)
-    val sampled =
-      math.min(inputPartitions, math.max(1, math.ceil(inputPartitions * sampleFraction).toInt))
+    val sampled = if (partitionWeights.isDefined) inputPartitions
+    else math.min(inputPartitions, math.max(1, math.ceil(inputPartitions * sampleFraction).toInt))
     val chosen = (0 until sampled).map(i => (i.toLong * inputPartitions / sampled).toInt)
+    val weights = chosen.map(i => partitionWeights.fold(inputPartitions.toDouble / sampled)(_(i)))
     val perPartition = math.max(1, math.ceil(sampleSize.toDouble / sampled).toInt)
     val reservoirs = input.mapPartitionsWithIndexInternal { (index, rows) =>
       val project = UnsafeProjection.create(keys ++ order.map(_.child), inputAttributes)
@@ -177,9 +191,8 @@ object HotKeyRanges {
       (rows: Iterator[(Long, Array[UnsafeRow])]) => rows.next(),
       chosen)
     // Rows of the whole input, estimated from the partitions read.
-    val totalRows = sketches.map(_._1).sum.toDouble * inputPartitions / sampled
+    val totalRows = sketches.zip(weights).map { case ((rows, _), w) => rows * w }.sum
     if (totalRows == 0.0) return HotKeyRanges(hashPartitions, Nil)
-    val scale = inputPartitions.toDouble / sampled
 
     val keyAttributes =
       keys.zipWithIndex.map { case (k, i) => AttributeReference(s"k$i", k.dataType)() }
@@ -190,7 +203,7 @@ object HotKeyRanges {
     val valueOf = UnsafeProjection.create(orderAttributes, sampleAttributes)
     val candidates = new java.util.HashMap[UnsafeRow, ArrayBuffer[(UnsafeRow, Float)]]()
     val estimatedRows = new java.util.HashMap[UnsafeRow, java.lang.Double]()
-    sketches.foreach { case (rows, kept) =>
+    sketches.zip(weights).foreach { case ((rows, kept), scale) =>
       val weight = if (kept.isEmpty) 0.0 else rows.toDouble / kept.length * scale
       kept.foreach { row =>
         val key = keyOf(row).copy()

@@ -436,6 +436,17 @@ object SkewAggConf {
       .intAtLeast(1)
       .createWithDefault(100000))
 
+  val WINDOW_SPLIT_SAMPLE_FRACTION: ConfigEntry[Double] = listed(
+    buildConf("spark.skewagg.window.split.sampleFraction")
+      .doc("HotKeySplitWindow: about this fraction of the skewed partitions' map outputs is " +
+        "read by the sample, chosen in proportion to their size (evenly spaced over their " +
+        "bytes, at least one per skewed partition; a map output holding a larger share of " +
+        "the bytes is always read), so a hot key concentrated in a few map outputs is seen. " +
+        "1.0 reads every map output. Estimates only decide where rows go, never a result.")
+      .version("0.1.0")
+      .fraction
+      .createWithDefault(0.1))
+
   val WINDOW_SPLIT_FLOATING_POINT_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.window.split.floatingPoint.enabled")
       .doc("Also split windows with an ORDER BY whose sum or avg adds float or double values " +

@@ -1,17 +1,20 @@
 package org.apache.spark.sql.skewagg.window
 
-import org.apache.spark.{ShuffleDependency, TaskContext}
+import scala.concurrent.duration.Duration
+
+import org.apache.spark.{MapOutputTrackerMaster, ShuffleDependency, SparkEnv, TaskContext}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
-  Ascending, Attribute, Expression, Murmur3Hash, NamedExpression, SortOrder
+  Ascending, Attribute, Expression, Murmur3Hash, NamedExpression, SortOrder, UnsafeProjection,
+  UnsafeRow
 }
 import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, UnknownPartitioning}
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{
-  CoalescedPartitionSpec, ShufflePartitionSpec, ShuffledRowRDD, SortExec, SparkPlan, SQLExecution,
-  UnaryExecNode, UnsafeRowSerializer
+  CoalescedPartitionSpec, PartialReducerPartitionSpec, ShufflePartitionSpec, ShuffledRowRDD,
+  SortExec, SparkPlan, SQLExecution, UnaryExecNode, UnsafeRowSerializer
 }
 import org.apache.spark.sql.execution.adaptive.{
   AQEShuffleReadExec, ShufflePartitionsUtil, ShuffleQueryStageExec
@@ -27,6 +30,7 @@ import org.apache.spark.sql.skewagg.{
   SkewedPartitions
 }
 import org.apache.spark.sql.types.MapType
+import org.apache.spark.util.{CompletionIterator, MutablePair, ThreadUtils}
 
 /**
  * Spark's window (`WindowExec` over its sort) whose hot keys are split by ranges of the window's
@@ -42,18 +46,25 @@ import org.apache.spark.sql.types.MapType
  * Execution (every decision is a function of the input, so task retries are safe):
  *  1. Partitions that are not skewed run Spark's own sort and window, as before.
  *  2. The skewed ones are read in map-output pieces (as Spark's skew join reads them); one job
- *     samples them ([[HotKeyRanges.sample]]): hot keys, and bounds of their order values. Without
- *     a hot key, they run Spark's sort and window too.
+ *     samples a part of their map outputs ([[sampledMapOutputs]], [[HotKeyRanges.sample]]): hot
+ *     keys, and bounds of their order values. Without a hot key, they run Spark's sort and
+ *     window too.
  *  3. One shuffle of the pieces: the other keys by hash to as many partitions as pieces (Spark's
  *     sort and window again), each hot key by order range to its own split partitions, so peers
  *     (equal order values) meet in one split and the splits hold the key in order.
- *  4. One job summarizes each split (rows, peer groups, partial aggregates); the driver folds
- *     them into each split's seed and the key's whole-partition values
- *     ([[SplitWindowFunctions]]); each split then sorts its rows and computes their results.
+ *  4. Each split is summarized (rows, peer groups, partial aggregates): by the map tasks of that
+ *     shuffle as they route its rows ([[RoutedSummaries]]), or, when a summary reads the rows in
+ *     order, by one job over the splits. The driver folds the summaries into each split's seed
+ *     and the key's whole-partition values ([[SplitWindowFunctions]]); each split then sorts its
+ *     rows and computes their results.
+ *
+ * Without an order (every frame is the key's whole partition), a hot key's rows are not
+ * shuffled: the map tasks only summarize them, and the pieces are read again to give each of
+ * them its key's values.
  *
  * Output: partitioned by nothing Spark knows (hot keys span several partitions), each partition
- * in `sortOrder`, as Spark's window's is. Metrics: skewed partitions, hot keys split,
- * splits, rows in splits, sort spill.
+ * in `sortOrder`, as Spark's window's is (without an order, in no order). Metrics: skewed
+ * partitions, hot keys split, splits, rows in splits, sort spill.
  */
 case class HotKeySplitWindowExec(
     windowExpression: Seq[NamedExpression],
@@ -68,7 +79,8 @@ case class HotKeySplitWindowExec(
 
   override def outputPartitioning: Partitioning = UnknownPartitioning(0)
 
-  override def outputOrdering: Seq[SortOrder] = sortOrder
+  // (Read in place, the rows of several hot keys of a piece are in no order.)
+  override def outputOrdering: Seq[SortOrder] = if (inPlace) Nil else sortOrder
 
   private lazy val readMetrics =
     SQLShuffleReadMetricsReporter.createShuffleReadMetrics(sparkContext)
@@ -95,6 +107,9 @@ case class HotKeySplitWindowExec(
     val order = truncatedString(orderSpec, "[", ", ", "]", maxFields)
     s"HotKeySplitWindow $functions, $keys, $order, hotKeys=splitByOrder"
   }
+
+  @transient private lazy val split =
+    new SplitWindowFunctions(functions, windowExpression, orderSpec, child.output)
 
   private lazy val functions: Seq[SplitWindowFunction] =
     WindowSplitSupport.functions(windowExpression, orderSpec, conf).fold(
@@ -153,8 +168,12 @@ case class HotKeySplitWindowExec(
     }
     val pieces = inputReading(pieceSpecs).execute()
     val minKeyRows = conf.getConf(SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS)
-    val ranges = HotKeyRanges.sample(
-      pieces,
+    val (sampleSpecs, sampleWeights) = HotKeySplitWindowExec.sampledMapOutputs(
+      stats.shuffleId,
+      skew.skewed.map(_._1).filter(i => skewedSpecs.exists(reducers(_).contains(i))),
+      conf.getConf(SkewAggConf.WINDOW_SPLIT_SAMPLE_FRACTION)).unzip
+    val sampled = HotKeyRanges.sample(
+      inputReading(sampleSpecs).execute(),
       partitionSpec,
       routingOrder,
       child.output,
@@ -164,24 +183,29 @@ case class HotKeySplitWindowExec(
       conf.getConf(SkewAggConf.WINDOW_SPLIT_SAMPLE_SIZE),
       sampleFraction = 1.0,
       slots = 1,
-      factor = 0.0
-    ) // (the partitions are skewed: skewagg's per-slot test was made on them)
+      factor = 0.0, // (the partitions are skewed: skewagg's per-slot test was made on them)
+      partitionWeights = Some(sampleWeights.toIndexedSeq))
+    val ranges = if (inPlace) sampled.unsplit else sampled
+    val tasks = if (inPlace) pieceSpecs.size else ranges.numSplits
     val skewed = s"${HotKeySplitWindowExec.describe(skew, forced)}, read in ${pieceSpecs.size} " +
-      "pieces; " +
-      ranges.describe("order", minKeyRows, SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key)
+      "pieces; " + ranges.describe(
+        if (inPlace) "map-output piece (no order)" else "order",
+        minKeyRows,
+        SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key,
+        tasks)
     if (ranges.hotKeys.isEmpty) return finish(sparkWindow(child).execute(), skewed)
 
     longMetric("hotKeys").set(ranges.hotKeys.size.toLong)
-    longMetric("splits").set(ranges.numSplits.toLong)
-    val dependency = shuffleDependency(pieces, ranges)
-    def partitions(ids: Range) =
-      new ShuffledRowRDD(
-        dependency,
-        readMetrics,
-        ids.map(i => CoalescedPartitionSpec(i, i + 1)).toArray)
-    val rest = sparkWindow(RowsScanExec(child.output, partitions(0 until ranges.hashPartitions)))
+    longMetric("splits").set(tasks.toLong)
+    // Summaries that read no order are made by the routing map tasks, as they route the rows.
+    val routed = if (split.summarizesInOrder) None else Some(new RoutedSummaries)
+    // (Unnamed: a named accumulator's value goes to every task end event and the UI.)
+    routed.foreach(sparkContext.register(_))
+    val dependency = shuffleDependency(pieces, ranges, routed, routesHotKeys = !inPlace)
+    val rest = sparkWindow(
+      RowsScanExec(child.output, partitions(dependency, 0 until ranges.hashPartitions)))
     val parts =
-      Seq(rest.execute(), hotKeyResults(partitions(ranges.splitPartitions), ranges, dependency)) ++
+      Seq(rest.execute(), hotKeyResults(ranges, dependency, routed, pieceSpecs)) ++
         (if (ordinarySpecs.isEmpty) Nil
          else Seq(sparkWindow(inputReading(ordinarySpecs)).execute()))
     finish(sparkContext.union(parts), skewed)
@@ -197,6 +221,21 @@ case class HotKeySplitWindowExec(
   }
 
   /**
+   * Without an order every frame is a key's whole partition: a hot key's rows stay in their
+   * pieces (one summary per key, made as the map tasks route the other keys), which are read
+   * again to give each row its key's values. (nth_value's summary reads a whole split.)
+   */
+  private def inPlace: Boolean = orderSpec.isEmpty && !split.summarizesInOrder
+
+  private def partitions(
+      dependency: ShuffleDependency[Int, InternalRow, InternalRow],
+      ids: Range): ShuffledRowRDD =
+    new ShuffledRowRDD(
+      dependency,
+      readMetrics,
+      ids.map(i => CoalescedPartitionSpec(i, i + 1)).toArray[ShufflePartitionSpec])
+
+  /**
    * What the hot keys' rows are split by: the window's order, or without one (every function
    * then reads the whole partition, in no order) a hash of the row.
    */
@@ -207,17 +246,42 @@ case class HotKeySplitWindowExec(
       Seq(SortOrder(new Murmur3Hash(hashable), Ascending))
     }
 
-  /** The pieces shuffled by [[HotKeyRanges.router]]. */
+  /**
+   * The pieces shuffled by [[HotKeyRanges.router]]; with `routed`, each map task also summarizes
+   * the rows it routes to each split. Without `routesHotKeys`, the hot keys' rows are only
+   * summarized (their split partitions stay empty).
+   */
   private def shuffleDependency(
       input: RDD[InternalRow],
-      ranges: HotKeyRanges): ShuffleDependency[Int, InternalRow, InternalRow] = {
+      ranges: HotKeyRanges,
+      routed: Option[RoutedSummaries],
+      routesHotKeys: Boolean): ShuffleDependency[Int, InternalRow, InternalRow] = {
     val keys = partitionSpec
     val order = routingOrder
     val inputAttributes = child.output
-    val withPartitionIds = input.mapPartitionsWithIndexInternal { (_, rows) =>
+    val summarizing = routed.map((_, split))
+    val first = ranges.hashPartitions
+    val withPartitionIds = input.mapPartitionsWithIndexInternal { (mapTask, rows) =>
       val partitionOf = ranges.router(keys, order, inputAttributes)
-      val pair = new org.apache.spark.util.MutablePair[Int, InternalRow]()
-      rows.map(row => pair.update(partitionOf(row), row)) // (no copy, as ShuffleExchangeExec)
+      val pair = new MutablePair[Int, InternalRow]()
+      val routedRows = rows.map(row => pair.update(partitionOf(row), row)) // (no copy, as Spark)
+      summarizing.fold[Iterator[Product2[Int, InternalRow]]](routedRows) {
+        case (summaries, functions) =>
+          val splits = new Array[functions.Summarizer](ranges.numSplits)
+          val summarized = routedRows.map { routedRow =>
+            val i = routedRow._1 - first
+            if (i >= 0) {
+              if (splits(i) == null) splits(i) = new functions.Summarizer
+              splits(i).add(routedRow._2)
+            }
+            routedRow
+          }
+          CompletionIterator[Product2[Int, InternalRow], Iterator[Product2[Int, InternalRow]]](
+            if (routesHotKeys) summarized else summarized.filter(_._1 < first),
+            summaries.add(
+              mapTask -> splits.indices.filter(splits(_) != null).map(i =>
+                i -> splits(i).result).toMap))
+      }
     }
     new ShuffleDependency[Int, InternalRow, InternalRow](
       withPartitionIds,
@@ -227,14 +291,17 @@ case class HotKeySplitWindowExec(
   }
 
   /**
-   * The hot keys' splits: summarized (one job), seeded on the driver, then computed; a key too
-   * large for a ranking function's int runs Spark's window in one task.
+   * The hot keys' splits: summarized (by the routing map tasks, or one job when summaries read in
+   * order), seeded on the driver, then computed; a key too large for a ranking function's int
+   * runs Spark's window in one task. [[inPlace]], the pieces are read again instead.
    */
   private def hotKeyResults(
-      splits: RDD[InternalRow],
       ranges: HotKeyRanges,
-      dependency: ShuffleDependency[Int, InternalRow, InternalRow]): RDD[InternalRow] = {
-    val split = new SplitWindowFunctions(functions, windowExpression, orderSpec, child.output)
+      dependency: ShuffleDependency[Int, InternalRow, InternalRow],
+      routed: Option[RoutedSummaries],
+      pieceSpecs: Seq[ShufflePartitionSpec]): RDD[InternalRow] = {
+    val split = this.split
+    val splits = partitions(dependency, ranges.splitPartitions)
     // A split holds one key: sorted by the rest of the order (peers stay consecutive), and ties
     // by the rows' bytes, so that the summary and the evaluation read one order.
     val order = sortOrder.drop(partitionSpec.size)
@@ -243,11 +310,18 @@ case class HotKeySplitWindowExec(
     val splitRows = longMetric("splitRows")
     def inOrder(rows: Iterator[InternalRow]) =
       if (order.isEmpty) rows else ExternalSorts.sortTotally(rows, order, output, sortSpill)
-    val summarizesInOrder = split.summarizesInOrder
-    val summaries = sparkContext.runJob(
-      splits,
-      (_: TaskContext, rows: Iterator[InternalRow]) =>
-        split.summarize(if (summarizesInOrder) inOrder(rows) else rows))
+    val summaries = routed match {
+      case Some(byMapTask) => // (made as the map stage runs, which runs first)
+        val mapStage = sparkContext.submitMapStage(dependency)
+        ThreadUtils.awaitReady(mapStage, Duration.Inf)
+        mapStage.value.get.get // (a failed stage's error, as a job's)
+        byMapTask.summaries(ranges.numSplits, split)
+      case None =>
+        sparkContext.runJob(
+          splits,
+          (_: TaskContext, rows: Iterator[InternalRow]) => split.summarize(inOrder(rows)))
+          .toIndexedSeq
+    }
     val first = ranges.hashPartitions
     val seeds = new Array[SplitSeed](ranges.numSplits)
     val keyValues = new Array[InternalRow](ranges.numSplits)
@@ -259,6 +333,11 @@ case class HotKeySplitWindowExec(
       val ids = hot.partitions.map(_ - first)
       val (keySeeds, values) = split.seeds(ids.map(summaries(_)))
       ids.zip(keySeeds).foreach { case (i, seed) => seeds(i) = seed; keyValues(i) = values }
+    }
+    if (inPlace) { // (no ranking function without an order: every key was split)
+      val valuesByKey = new java.util.HashMap[UnsafeRow, InternalRow]()
+      ranges.hotKeys.foreach(h => valuesByKey.put(h.key, keyValues(h.firstPartition - first)))
+      return withKeyValues(inputReading(pieceSpecs).execute(), valuesByKey)
     }
     val peerBuffer = PeerBuffer(
       conf.windowExecBufferInMemoryThreshold,
@@ -280,6 +359,28 @@ case class HotKeySplitWindowExec(
     }
   }
 
+  /** [[inPlace]]: the hot keys' rows of `pieces`, each with its key's values. */
+  private def withKeyValues(
+      pieces: RDD[InternalRow],
+      valuesByKey: java.util.HashMap[UnsafeRow, InternalRow]): RDD[InternalRow] = {
+    val split = this.split
+    val keys = partitionSpec
+    val input = child.output
+    val splitRows = longMetric("splitRows")
+    pieces.mapPartitionsInternal { rows =>
+      val keyOf = UnsafeProjection.create(keys, input)
+      val withValues = split.withWholeValues()
+      rows.flatMap { row =>
+        val values = valuesByKey.get(keyOf(row))
+        if (values == null) Iterator.empty
+        else {
+          splitRows += 1
+          Iterator.single(withValues(row, values))
+        }
+      }
+    }
+  }
+
   override protected def withNewChildInternal(newChild: SparkPlan): HotKeySplitWindowExec =
     copy(child = newChild)
 }
@@ -294,6 +395,48 @@ object HotKeySplitWindowExec {
     val found = SkewedPartitions.find(sizes, conf)
     if (!forced) found
     else found.copy(skewed = sizes.indices.filter(sizes(_) > 0).map(i => (i, sizes(i))))
+  }
+
+  /**
+   * The map outputs of the skewed `reducers` the sample reads ([[systematicSample]] of their
+   * sizes; n is `fraction` of the non-empty ones, at least one per reducer), each with the rows
+   * each of its rows stands for. Map outputs are runs of the input, so an order correlated with
+   * the input's position is sampled across all of it.
+   */
+  def sampledMapOutputs(
+      shuffleId: Int,
+      reducers: Seq[Int],
+      fraction: Double): Seq[(ShufflePartitionSpec, Double)] = {
+    val tracker = SparkEnv.get.mapOutputTracker.asInstanceOf[MapOutputTrackerMaster]
+    val outputs = reducers.flatMap { r =>
+      tracker.shuffleStatuses(shuffleId).withMapStatuses(_.toSeq.zipWithIndex.map {
+        case (status, m) => (r, m, if (status == null) 0L else status.getSizeForBlock(r))
+      })
+    }.filter(_._3 > 0).toIndexedSeq
+    val n = math.max(reducers.size, math.ceil(outputs.size * fraction).toInt)
+    systematicSample(outputs.map(_._3), n).map { case (i, weight) =>
+      val (r, m, size) = outputs(i)
+      (PartialReducerPartitionSpec(r, m, m + 1, size), weight)
+    }
+  }
+
+  /**
+   * Systematic sampling in proportion to size: n points evenly spaced over the items' total,
+   * the first half a step in; an item holding a point is chosen, with weight 1 / its chance to
+   * hold one (min(1, n x its size / total)). With n at least the items, every item, weight 1.
+   */
+  def systematicSample(sizes: IndexedSeq[Long], n: Int): Seq[(Int, Double)] = {
+    if (n >= sizes.size) return sizes.indices.map(i => (i, 1.0))
+    val step = sizes.map(_.toDouble).sum / n
+    var next = step / 2
+    var start = 0.0
+    sizes.indices.flatMap { i =>
+      val end = start + sizes(i)
+      val holds = next < end
+      while (next < end) next += step
+      start = end
+      if (holds) Some((i, math.max(1.0, step / sizes(i)))) else None
+    }
   }
 
   /** "1 skewed partition(s) of the window's shuffle (partition 3 is 143.3 KiB, 40x ...)". */

@@ -99,13 +99,15 @@ final class SplitWindowFunctions(
 
   /**
    * Whether a split's summary reads its rows in the window's order (as its evaluation does):
-   * for dense_rank's peer groups, first / last / nth values over an order, and lag / lead.
+   * for dense_rank's peer groups, first / last values over an order, nth values (the first n of
+   * a split, with or without an order), and lag / lead. Other summaries merge in any order.
    */
-  val summarizesInOrder: Boolean = needsPeers || !offsets.isEmpty || orderSpec.nonEmpty &&
-    functions.exists(_.function match {
-      case _: First | _: Last | _: NthValue => true
-      case _ => false
-    })
+  val summarizesInOrder: Boolean =
+    needsPeers || !offsets.isEmpty || nthFunctions.nonEmpty || orderSpec.nonEmpty &&
+      functions.exists(_.function match {
+        case _: First | _: Last => true
+        case _ => false
+      })
 
   private def ranking(f: DeclarativeAggregate): Boolean = f match {
     case _: RowNumberLike | _: RankLike => true
@@ -114,20 +116,27 @@ final class SplitWindowFunctions(
 
   /** One split's summary from its rows, in the window's order when [[summarizesInOrder]]. */
   def summarize(rows: Iterator[InternalRow]): SplitSummary = {
-    val buffer = new SpecificInternalRow(partialBuffer.map(_.dataType))
-    MutableProjection.create(partials.flatMap(_.initialValues)).target(buffer)(InternalRow.empty)
-    val update =
+    val summary = new Summarizer
+    rows.foreach(summary.add)
+    summary.result
+  }
+
+  /** A split's summary built a row at a time (the rows are not kept, but for dense_rank). */
+  final class Summarizer {
+    private val buffer = emptyPartials()
+    private val update =
       MutableProjection.create(partials.flatMap(_.updateExpressions), partialBuffer ++ input)
         .target(buffer)
-    val join = new JoinedRow(buffer, null)
-    val orderOf = UnsafeProjection.create(orderSpec.map(_.child), input)
-    val ordering = RowOrdering.create(orderSpec, input)
-    var count = 0L
-    var peers = 0L
-    var groupStart: InternalRow = null // the first row of the current peer group, copied
-    val halo = if (offsets.isEmpty) None else Some(new offsets.Halo)
-    val head = if (nthFunctions.isEmpty) None else Some(new nths.Head)
-    rows.foreach { row =>
+    private val join = new JoinedRow(buffer, null)
+    private val orderOf = UnsafeProjection.create(orderSpec.map(_.child), input)
+    private val ordering = RowOrdering.create(orderSpec, input)
+    private var count = 0L
+    private var peers = 0L
+    private var groupStart: InternalRow = null // the first row of the current peer group, copied
+    private val halo = if (offsets.isEmpty) None else Some(new offsets.Halo)
+    private val head = if (nthFunctions.isEmpty) None else Some(new nths.Head)
+
+    def add(row: InternalRow): Unit = {
       if (partials.nonEmpty) update(join.withRight(row))
       halo.foreach(_.add(row))
       head.foreach(_.add(row))
@@ -137,8 +146,9 @@ final class SplitWindowFunctions(
       }
       count += 1
     }
+
     // The last peer group's order values (its rows are equal in the window's order).
-    SplitSummary(
+    def result: SplitSummary = SplitSummary(
       count,
       peers,
       Option(groupStart).map(orderOf(_).copy()),
@@ -148,16 +158,37 @@ final class SplitWindowFunctions(
   }
 
   /**
+   * A split's summary from the summaries of parts of its rows, when summaries read no order (not
+   * [[summarizesInOrder]]): the rows added, the partial buffers merged (in `parts`' order).
+   */
+  def merge(parts: Seq[SplitSummary]): SplitSummary = {
+    require(!summarizesInOrder, "summaries read in order are made from a whole split")
+    val merged = emptyPartials()
+    val mergePart = merger(merged)
+    parts.foreach(part => mergePart(new JoinedRow(merged, part.partial)))
+    SplitSummary(parts.map(_.rows).sum, 0L, None, merged.copy(), Nil, Nil)
+  }
+
+  /** The partial buffers' initial values. */
+  private def emptyPartials(): SpecificInternalRow = {
+    val buffer = new SpecificInternalRow(partialBuffer.map(_.dataType))
+    MutableProjection.create(partials.flatMap(_.initialValues)).target(buffer)(InternalRow.empty)
+    buffer
+  }
+
+  /** Spark's merge of a partial buffer (joined after `target`'s) into `target`. */
+  private def merger(target: InternalRow): MutableProjection = MutableProjection.create(
+    partials.flatMap(_.mergeExpressions),
+    partialBuffer ++ partials.flatMap(_.inputAggBufferAttributes)).target(target)
+
+  /**
    * Per split of one key (in order): its seed, its running functions' in Spark's buffers
    * ([[runningBuffer]]'s layout). And the key's whole-partition values, in `whole`'s order, then
    * the key's rows (the `n` of cume_dist and percent_rank, an int as in Spark's window).
    */
   def seeds(splits: Seq[SplitSummary]): (Seq[SplitSeed], InternalRow) = {
-    val merged = new SpecificInternalRow(partialBuffer.map(_.dataType))
-    MutableProjection.create(partials.flatMap(_.initialValues)).target(merged)(InternalRow.empty)
-    val merge = MutableProjection.create(
-      partials.flatMap(_.mergeExpressions),
-      partialBuffer ++ partials.flatMap(_.inputAggBufferAttributes)).target(merged)
+    val merged = emptyPartials()
+    val merge = merger(merged)
     val total = splits.map(_.rows).sum
     var rowsBefore = 0L
     var peersBefore = 0L
@@ -283,6 +314,17 @@ final class SplitWindowFunctions(
           group.generateIterator().map(emit)
         }
     }
+  }
+
+  /**
+   * With no order (every frame is the key's whole partition): a row's output from its key's
+   * values ([[seeds]]), built once per task.
+   */
+  def withWholeValues(): (InternalRow, InternalRow) => InternalRow = {
+    require(running.isEmpty && offsets.isEmpty, "every frame is the whole partition")
+    val output = resultProjection() // (results in `whole`'s order, as the key's values)
+    val withValues = new JoinedRow()
+    (row, keyValues) => output(withValues(row, keyValues))
   }
 
   /**

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.skewagg.window
 
-import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
@@ -45,10 +46,27 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
   private def assertSplit(d: Differential): Unit = {
     val split = splits(d)
     assert(split.size == 1, d.plan(on = true, adaptive = true))
-    assert(split.head.decision.contains("1 hot key split by order into"), split.head.decision)
+    // Without an order the hot key's rows stay in their map-output pieces.
+    assert(
+      split.head.decision.matches(
+        ".*1 hot key split by (order|map-output piece \\(no order\\)) into \\d+ tasks.*"),
+      split.head.decision)
     assert(split.head.metrics("splits").value >= 2)
     assert(nodes[HotKeySplitWindowExec](d.plan(on = true, adaptive = false)).isEmpty)
   }
+
+  /**
+   * `select` over the table, run once with skewagg and adaptive execution (for properties of one
+   * run where Spark's own result is not unique): the rows and the executed plan.
+   */
+  private def splitRun(select: String): (Seq[Row], SparkPlan) =
+    withSQLConf(conf ++ Seq(
+      SkewAggConf.ENABLED.key -> "true",
+      SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"): _*) {
+      table(spark).createOrReplaceTempView("t")
+      val query = spark.sql(s"SELECT $select FROM t")
+      (query.collect().toSeq, executedPlan(query))
+    }
 
   /**
    * What the rule recorded about the windows (also on the stages below them: adaptive execution
@@ -127,37 +145,49 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
     // must read one order too, the same in its summary and its evaluation, for every function.
     for (order <- Seq("i", "f DESC")) {
       val w = s"(PARTITION BY k ORDER BY $order)"
-      withSQLConf(conf ++ Seq(
-        SkewAggConf.ENABLED.key -> "true",
-        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"): _*) {
-        table(spark).createOrReplaceTempView("t")
-        val query = spark.sql(
-          s"SELECT *, row_number() OVER $w AS rn, lag(o) OVER $w AS prev, lead(o, 2) OVER $w " +
-            s"AS next2, first_value(o) OVER (PARTITION BY k ORDER BY $order ROWS BETWEEN " +
-            s"UNBOUNDED PRECEDING AND CURRENT ROW) AS first, last_value(o) OVER $w AS lastPeer, " +
-            s"nth_value(o, 700) OVER $w AS at700, rank() OVER $w AS peer FROM t")
-        val byRank = query.collect().filter(_.getAs[Long]("k") == 0)
-          .sortBy(_.getAs[Int]("rn")).toIndexedSeq
-        val split = nodes[HotKeySplitWindowExec](executedPlan(query))
-        assert(
-          split.size == 1 && split.head.metrics("splits").value >= 2,
-          SkewAggExplain.explain(executedPlan(query)))
-        assert(byRank.map(_.getAs[Int]("rn")) == (1 to byRank.size))
-        val o = byRank.map(_.getAs[Long]("o"))
-        byRank.indices.foreach { r =>
-          val row = byRank(r)
-          assert(Option(row.getAs[Any]("prev")) == (if (r == 0) None else Some(o(r - 1))), row)
-          assert(Option(row.getAs[Any]("next2")) == o.lift(r + 2), row)
-          assert(row.getAs[Long]("first") == o.head, row)
-          // The peers of a row: the rows of its rank, consecutive in row numbers.
-          val peers = byRank.indices.filter(byRank(_).getAs[Int]("peer") == row.getAs[Int]("peer"))
-          assert(peers == (peers.head to peers.last) && peers.contains(r), row)
-          assert(row.getAs[Long]("lastPeer") == o(peers.last), row)
-          val at700 = if (peers.last >= 699) Some(o(699)) else None // (RANGE: to the last peer)
-          assert(Option(row.getAs[Any]("at700")) == at700, row)
-        }
+      val (rows, plan) = splitRun(
+        s"*, row_number() OVER $w AS rn, lag(o) OVER $w AS prev, lead(o, 2) OVER $w " +
+          s"AS next2, first_value(o) OVER (PARTITION BY k ORDER BY $order ROWS BETWEEN " +
+          s"UNBOUNDED PRECEDING AND CURRENT ROW) AS first, last_value(o) OVER $w AS lastPeer, " +
+          s"nth_value(o, 700) OVER $w AS at700, rank() OVER $w AS peer")
+      val byRank = rows.filter(_.getAs[Long]("k") == 0).sortBy(_.getAs[Int]("rn")).toIndexedSeq
+      val split = nodes[HotKeySplitWindowExec](plan)
+      assert(
+        split.size == 1 && split.head.metrics("splits").value >= 2,
+        SkewAggExplain.explain(plan))
+      assert(byRank.map(_.getAs[Int]("rn")) == (1 to byRank.size))
+      val o = byRank.map(_.getAs[Long]("o"))
+      byRank.indices.foreach { r =>
+        val row = byRank(r)
+        assert(Option(row.getAs[Any]("prev")) == (if (r == 0) None else Some(o(r - 1))), row)
+        assert(Option(row.getAs[Any]("next2")) == o.lift(r + 2), row)
+        assert(row.getAs[Long]("first") == o.head, row)
+        // The peers of a row: the rows of its rank, consecutive in row numbers.
+        val peers = byRank.indices.filter(byRank(_).getAs[Int]("peer") == row.getAs[Int]("peer"))
+        assert(peers == (peers.head to peers.last) && peers.contains(r), row)
+        assert(row.getAs[Long]("lastPeer") == o(peers.last), row)
+        val at700 = if (peers.last >= 699) Some(o(699)) else None // (RANGE: to the last peer)
+        assert(Option(row.getAs[Any]("at700")) == at700, row)
       }
     }
+  }
+
+  test("without an order: first and last values are one row's, the same on every row") {
+    // (Which row is first is Spark's choice too, so runs are not compared.)
+    val w = "(PARTITION BY k)"
+    val (rows, plan) = splitRun(
+      s"k, o, i, first_value(o) OVER $w AS first, last_value(i, true) OVER $w AS last, " +
+        s"count(*) OVER $w AS c")
+    val hot = rows.filter(_.getAs[Long]("k") == 0).toIndexedSeq
+    val split = nodes[HotKeySplitWindowExec](plan)
+    assert(
+      split.size == 1 && split.head.decision.contains("split by map-output piece"),
+      SkewAggExplain.explain(plan))
+    assert(hot.map(_.getAs[Long]("c")).distinct == Seq(hot.size.toLong))
+    Seq("first", "last").foreach(f => assert(hot.map(_.getAs[Any](f)).distinct.size == 1, f))
+    assert(hot.map(_.getAs[Long]("o")).contains(hot.head.getAs[Long]("first")))
+    assert(hot.map(_.getAs[Any]("i")).contains(hot.head.getAs[Any]("last")))
+    assert(hot.head.getAs[Any]("last") != null) // (IGNORE NULLS)
   }
 
   test("a hot key too large for a ranking function's int runs Spark's window in one task") {
@@ -280,7 +310,7 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
       text.contains("window 1: PARTITION BY k: s\n  rewritten: 1 skewed partition(s) of " +
         "the window's shuffle"),
       text)
-    assert(text.contains("1 hot key split by order into"), text)
+    assert(text.contains("1 hot key split by map-output piece (no order) into"), text)
     val lead = windowed("lead(v) IGNORE NULLS OVER (PARTITION BY k ORDER BY o) AS n")
     val refused = SkewAggExplain.explain(lead.plan(on = true, adaptive = true))
     assert(

@@ -1,0 +1,43 @@
+package org.apache.spark.sql.skewagg.window
+
+import scala.collection.mutable
+
+import org.apache.spark.util.AccumulatorV2
+
+/**
+ * The summaries the routing map tasks make of the split rows they route: per map task (its
+ * partition index), per split it routed rows to, the summary of those rows.
+ *
+ * Rule: keyed by map task, so a task run again (retried, speculated, its stage resubmitted)
+ * replaces its own entry, and what the driver reads is one summary per map task, whatever ran.
+ */
+final class RoutedSummaries
+    extends AccumulatorV2[(Int, Map[Int, SplitSummary]), Map[Int, Map[Int, SplitSummary]]] {
+
+  private val byMapTask = mutable.HashMap.empty[Int, Map[Int, SplitSummary]]
+
+  override def isZero: Boolean = synchronized(byMapTask.isEmpty)
+
+  override def copy(): RoutedSummaries = synchronized {
+    val copied = new RoutedSummaries
+    copied.byMapTask ++= byMapTask
+    copied
+  }
+
+  override def reset(): Unit = synchronized(byMapTask.clear())
+
+  override def add(summaries: (Int, Map[Int, SplitSummary])): Unit =
+    synchronized(byMapTask += summaries)
+
+  override def merge(
+      other: AccumulatorV2[(Int, Map[Int, SplitSummary]), Map[Int, Map[Int, SplitSummary]]]): Unit =
+    synchronized(byMapTask ++= other.value)
+
+  override def value: Map[Int, Map[Int, SplitSummary]] = synchronized(byMapTask.toMap)
+
+  /** Each of `splits` splits' summary: every map task's merged, in map task order. */
+  def summaries(splits: Int, functions: SplitWindowFunctions): IndexedSeq[SplitSummary] = {
+    val byTask = value.toSeq.sortBy(_._1).map(_._2)
+    (0 until splits).map(i => functions.merge(byTask.flatMap(_.get(i))))
+  }
+}
