@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg.window
 
 import scala.concurrent.duration.Duration
 
-import org.apache.spark.{MapOutputTrackerMaster, ShuffleDependency, SparkEnv, TaskContext}
+import org.apache.spark.{ShuffleDependency, TaskContext}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
@@ -13,8 +13,8 @@ import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, UnknownPartit
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{
-  CoalescedPartitionSpec, PartialReducerPartitionSpec, ShufflePartitionSpec, ShuffledRowRDD,
-  SortExec, SparkPlan, SQLExecution, UnaryExecNode, UnsafeRowSerializer
+  CoalescedPartitionSpec, ShufflePartitionSpec, ShuffledRowRDD, SortExec, SparkPlan, SQLExecution,
+  UnaryExecNode, UnsafeRowSerializer
 }
 import org.apache.spark.sql.execution.adaptive.{
   AQEShuffleReadExec, ShufflePartitionsUtil, ShuffleQueryStageExec
@@ -46,7 +46,7 @@ import org.apache.spark.util.{CompletionIterator, MutablePair, ThreadUtils}
  * Execution (every decision is a function of the input, so task retries are safe):
  *  1. Partitions that are not skewed run Spark's own sort and window, as before.
  *  2. The skewed ones are read in map-output pieces (as Spark's skew join reads them); one job
- *     samples a part of their map outputs ([[sampledMapOutputs]], [[HotKeyRanges.sample]]): hot
+ *     samples a part of their map outputs ([[SampledMapOutputs]], [[HotKeyRanges.sample]]): hot
  *     keys, and bounds of their order values. Without a hot key, they run Spark's sort and
  *     window too.
  *  3. One shuffle of the pieces: the other keys by hash to as many partitions as pieces (Spark's
@@ -168,7 +168,7 @@ case class HotKeySplitWindowExec(
     }
     val pieces = inputReading(pieceSpecs).execute()
     val minKeyRows = conf.getConf(SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS)
-    val (sampleSpecs, sampleWeights) = HotKeySplitWindowExec.sampledMapOutputs(
+    val (sampleSpecs, sampleWeights) = SampledMapOutputs.of(
       stats.shuffleId,
       skew.skewed.map(_._1).filter(i => skewedSpecs.exists(reducers(_).contains(i))),
       conf.getConf(SkewAggConf.WINDOW_SPLIT_SAMPLE_FRACTION)).unzip
@@ -395,48 +395,6 @@ object HotKeySplitWindowExec {
     val found = SkewedPartitions.find(sizes, conf)
     if (!forced) found
     else found.copy(skewed = sizes.indices.filter(sizes(_) > 0).map(i => (i, sizes(i))))
-  }
-
-  /**
-   * The map outputs of the skewed `reducers` the sample reads ([[systematicSample]] of their
-   * sizes; n is `fraction` of the non-empty ones, at least one per reducer), each with the rows
-   * each of its rows stands for. Map outputs are runs of the input, so an order correlated with
-   * the input's position is sampled across all of it.
-   */
-  def sampledMapOutputs(
-      shuffleId: Int,
-      reducers: Seq[Int],
-      fraction: Double): Seq[(ShufflePartitionSpec, Double)] = {
-    val tracker = SparkEnv.get.mapOutputTracker.asInstanceOf[MapOutputTrackerMaster]
-    val outputs = reducers.flatMap { r =>
-      tracker.shuffleStatuses(shuffleId).withMapStatuses(_.toSeq.zipWithIndex.map {
-        case (status, m) => (r, m, if (status == null) 0L else status.getSizeForBlock(r))
-      })
-    }.filter(_._3 > 0).toIndexedSeq
-    val n = math.max(reducers.size, math.ceil(outputs.size * fraction).toInt)
-    systematicSample(outputs.map(_._3), n).map { case (i, weight) =>
-      val (r, m, size) = outputs(i)
-      (PartialReducerPartitionSpec(r, m, m + 1, size), weight)
-    }
-  }
-
-  /**
-   * Systematic sampling in proportion to size: n points evenly spaced over the items' total,
-   * the first half a step in; an item holding a point is chosen, with weight 1 / its chance to
-   * hold one (min(1, n x its size / total)). With n at least the items, every item, weight 1.
-   */
-  def systematicSample(sizes: IndexedSeq[Long], n: Int): Seq[(Int, Double)] = {
-    if (n >= sizes.size) return sizes.indices.map(i => (i, 1.0))
-    val step = sizes.map(_.toDouble).sum / n
-    var next = step / 2
-    var start = 0.0
-    sizes.indices.flatMap { i =>
-      val end = start + sizes(i)
-      val holds = next < end
-      while (next < end) next += step
-      start = end
-      if (holds) Some((i, math.max(1.0, step / sizes(i)))) else None
-    }
   }
 
   /** "1 skewed partition(s) of the window's shuffle (partition 3 is 143.3 KiB, 40x ...)". */
