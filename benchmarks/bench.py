@@ -18,6 +18,9 @@ and UNIFORM data, with these variants side by side in one session:
                  what skewagg does on a cluster, run on this machine's 2 cores (its makespan@64
                  is the number that counts; its wall time is a 2-core machine running a plan
                  made for 64)
+  vanilla-aqe-off, skewagg@64-aqe-off
+                 (window scenarios) the same with adaptive execution off; skewagg's window
+                 split then decides when the window's shuffle has run
 
 (a variant a scenario has no query for, such as pre-aggregated without a join, is skipped)
 
@@ -101,6 +104,10 @@ VARIANT_CONF = {
     "skewagg+collect": {"spark.skewagg.enabled": "true",
                         "spark.skewagg.singleKey.collect.enabled": "true"},
 }
+# The same variants without adaptive execution, compared with vanilla without it.
+AQE_OFF = "-aqe-off"
+for _name in ("vanilla", "skewagg@64"):
+    VARIANT_CONF[_name + AQE_OFF] = {**VARIANT_CONF[_name], "spark.sql.adaptive.enabled": "false"}
 RESET_KEYS = sorted({k for conf in VARIANT_CONF.values() for k in conf})
 
 
@@ -263,6 +270,7 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
             "k", F.row_number().over(Window.partitionBy("k").orderBy("v")).alias("s"))
 
     holistic = ["vanilla", "skewagg", "skewagg@64"]
+    without_aqe = ["vanilla" + AQE_OFF, "skewagg@64" + AQE_OFF]
     plain = ["vanilla", "skewagg", "skewagg+hint", "skewagg@64"]
     return {
         "percentile": {"query": percentile, "variants": holistic},
@@ -280,11 +288,11 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
                      "pre": join_distinct_pre},
         "unique-key-join": {"query": unique_key_join, "variants": plain},
         "three-way-join": {"query": three_way_join, "variants": plain},
-        "window-sum": {"query": window_sum, "variants": holistic},
+        "window-sum": {"query": window_sum, "variants": holistic + without_aqe},
         # v is a double: split only with spark.skewagg.window.split.floatingPoint.enabled.
         "window-running-sum": {"query": window_running_sum,
                                "variants": holistic + ["skewagg@64+float"]},
-        "window-row-number": {"query": window_row_number, "variants": holistic},
+        "window-row-number": {"query": window_row_number, "variants": holistic + without_aqe},
     }
 
 
@@ -515,7 +523,7 @@ def render_holistic(report: dict) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        vanilla = by.get((r["scenario"], r["data"], "vanilla"))
+        vanilla = by.get((r["scenario"], r["data"], baseline(r["variant"])))
         ratio = wall_ratio(r, vanilla) if vanilla else ""
         lines.append(
             f"| {r['scenario']} | {r['data']} | {r['variant']} | {r['wall_s']:.2f} | {ratio} "
@@ -532,6 +540,11 @@ def run_counts(rows: List[dict]) -> str:
     if not counts:
         return "?"
     return str(counts[0]) if counts[0] == counts[-1] else f"{counts[0]} to {counts[-1]}"
+
+
+def baseline(variant: str) -> str:
+    """The vanilla variant `variant` is compared with: with adaptive execution as it runs."""
+    return "vanilla" + AQE_OFF if variant.endswith(AQE_OFF) else "vanilla"
 
 
 def wall_ratio(r: dict, vanilla: dict) -> str:
@@ -580,10 +593,14 @@ def render(report: dict) -> str:
         "even share); skewagg+hint (the aggregate hinted `SKEW_AGG`); skewagg@64 (splits "
         "planned for 64 task slots, `spark.skewagg.skew.taskSlots=64`: its makespan@64 is what "
         "a 64-slot cluster would see, its wall time is this 2-core machine running a plan made "
-        "for 64)." + before_task_slots(rows, report["when"]),
+        "for 64); a variant ending -aqe-off (window scenarios) is that variant with adaptive "
+        "execution off (`spark.sql.adaptive.enabled=false`), compared with vanilla-aqe-off; "
+        "its rewritten column says skewagg's operator was in the plan, which without adaptive "
+        "execution it is on UNIFORM data too (it finds no skewed partition when the shuffle "
+        "has run and runs Spark's window)." + before_task_slots(rows, report["when"]),
         "",
-        "vs vanilla: the ratio of the medians, then in brackets the lowest and highest ratio "
-        "within one repeat.",
+        "vs vanilla: the ratio of the medians (over vanilla-aqe-off for a -aqe-off variant), "
+        "then in brackets the lowest and highest ratio within one repeat.",
         "",
         "Task columns are the hot stage (the stage holding the query's longest task) of the "
         "last run. Makespan@N: every stage's measured task durations list-scheduled onto N "
@@ -603,7 +620,7 @@ def render(report: dict) -> str:
     ]
     for r in rows:
         r.setdefault("rewritten", None)
-        vanilla = by.get((r["scenario"], r["data"], "vanilla"))
+        vanilla = by.get((r["scenario"], r["data"], baseline(r["variant"])))
         ratio = wall_ratio(r, vanilla) if vanilla else ""
         lines.append(
             f"| {r['scenario']} | {r['data']} | {r['variant']} | {r['wall_s']:.2f} | {ratio} "
@@ -641,7 +658,7 @@ def render_lines(report: dict, suffix: str = "") -> str:
         cells = []
         for l in lines_:
             got = by_line[l].get(key)
-            vanilla = by_line[l].get((key[0], key[1], "vanilla"))
+            vanilla = by_line[l].get((key[0], key[1], baseline(key[2])))
             cells.append(wall_ratio(got, vanilla) if got and vanilla else "")
             cells.append(f"{got['makespan64_ms'] / 1000:.2f}" if got else "")
         rows.append(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")

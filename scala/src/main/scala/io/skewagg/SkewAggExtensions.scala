@@ -9,7 +9,7 @@ import org.apache.spark.sql.skewagg.localagg.{
   PartialAggregateBeforeRepartition, PlanPartialAggregates
 }
 import org.apache.spark.sql.skewagg.singlekey.PlanHolisticAggregatesSortBased
-import org.apache.spark.sql.skewagg.window.SplitSkewedWindow
+import org.apache.spark.sql.skewagg.window.{SplitSkewedWindow, SplitSkewedWindowWithoutAdaptive}
 import org.apache.spark.sql.skewagg.skewsplit.{
   CoalescePartialResultExchanges, PlanColumnarHook, SplitSkewedBucketsBelowAggregate,
   SplitSkewedJoinBelowAggregate, SplitSkewedShuffleBelowAggregate
@@ -76,5 +76,8 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     // Before columnar transitions (non-adaptive plans' only post-exchange hook): the same
     // planning-time rewrites for plans that adaptive execution does not handle.
     extensions.injectColumnar(s => columnar(PlanColumnarHook(s)))
+    // Before columnar transitions, without adaptive execution: the hot keys of a window's
+    // partitions split by ranges of its order if its shuffle is skewed when it runs.
+    extensions.injectColumnar(s => columnar(SplitSkewedWindowWithoutAdaptive(s)))
   }
 }

@@ -397,8 +397,9 @@ object SkewAggConf {
 
   val WINDOW_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.window.enabled")
-      .doc("Batch window functions over a skewed window partition: when adaptive execution " +
-        "finds a partition of the window's shuffle skewed (spark.skewagg.skew.*), its hot keys " +
+      .doc("Batch window functions over a skewed window partition: when a partition of the " +
+        "window's shuffle is skewed (spark.skewagg.skew.*; found by adaptive execution, or " +
+        "without it by the operator once the shuffle has run), its hot keys " +
         "are split by ranges of the window's ORDER BY across several tasks, each of which " +
         "learns from the splits before it where its rows stand (rows, peer groups, partial " +
         "aggregates), so every row gets Spark's own result (HotKeySplitWindow). Whole-partition " +

@@ -59,7 +59,8 @@ class PlanningFallbackSuite extends SkewAggSuiteBase with BeforeAndAfterAll {
     "SplitSkewedWindow" -> true,
     "CoalescePartialResultExchanges" -> true,
     "DropUnneededMergeAfterShuffle" -> true,
-    "PlanColumnarHook" -> false)
+    "PlanColumnarHook" -> false,
+    "SplitSkewedWindowWithoutAdaptive" -> false)
 
   for ((step, adaptiveOnly) <- steps) {
     test(s"$step throws: the query succeeds with vanilla's rows, and explain says so") {

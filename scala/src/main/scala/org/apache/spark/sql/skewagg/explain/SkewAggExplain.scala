@@ -93,8 +93,8 @@ object SkewAggExplain {
       if (recorded.nonEmpty) recorded.map(_.text).mkString("\n  ")
       else if (adaptiveNotRun) "not decided yet: the query has not run (skewagg decides on the " +
         "sizes of the window's shuffle once it ran)."
-      else "Spark's window: skewagg splits a window's hot keys only under adaptive execution, " +
-        "on the sizes of its shuffle."
+      else "Spark's window: skewagg splits a window over its own shuffle, and this one reads " +
+        "another's (a window below it on the same keys, or a user's repartition)."
   }
 
   /**

@@ -1,7 +1,5 @@
 package org.apache.spark.sql.skewagg.window
 
-import scala.concurrent.duration.Duration
-
 import org.apache.spark.{ShuffleDependency, TaskContext}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
@@ -16,9 +14,7 @@ import org.apache.spark.sql.execution.{
   CoalescedPartitionSpec, ShufflePartitionSpec, ShuffledRowRDD, SortExec, SparkPlan, SQLExecution,
   UnaryExecNode, UnsafeRowSerializer
 }
-import org.apache.spark.sql.execution.adaptive.{
-  AQEShuffleReadExec, ShufflePartitionsUtil, ShuffleQueryStageExec
-}
+import org.apache.spark.sql.execution.adaptive.ShufflePartitionsUtil
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.metric.{
   SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter
@@ -30,7 +26,7 @@ import org.apache.spark.sql.skewagg.{
   SkewedPartitions
 }
 import org.apache.spark.sql.types.MapType
-import org.apache.spark.util.{CompletionIterator, MutablePair, ThreadUtils}
+import org.apache.spark.util.{CompletionIterator, MutablePair}
 
 /**
  * Spark's window (`WindowExec` over its sort) whose hot keys are split by ranges of the window's
@@ -38,10 +34,11 @@ import org.apache.spark.util.{CompletionIterator, MutablePair, ThreadUtils}
  *
  * Plan shape: planned by [[SplitSkewedWindow]] in place of `WindowExec ← SortExec` when the
  * window's shuffle (a materialized query stage, maybe read coalesced) has skewed partitions and
- * every window function can be split ([[WindowSplitSupport]]). `child` is the window's input: the
- * stage, or rows computed from it by Project / Filter; `sortOrder` is the order Spark sorted it in
- * for the window (the window's keys and order, or more that a window above it needs); `forced`
- * (the SKEW_AGG hint) reads every partition as skewed.
+ * every window function can be split ([[WindowSplitSupport]]); without adaptive execution, over
+ * the exchange Spark planned, whose map stage it runs first ([[WindowShuffle]]). `child` is the
+ * window's input: the shuffle, or rows computed from it by Project / Filter; `sortOrder` is the
+ * order Spark sorted it in for the window (the window's keys and order, or more that a window
+ * above it needs); `forced` (the SKEW_AGG hint) reads every partition as skewed.
  *
  * Execution (every decision is a function of the input, so task retries are safe):
  *  1. Partitions that are not skewed run Spark's own sort and window, as before.
@@ -116,35 +113,23 @@ case class HotKeySplitWindowExec(
       reason => throw new IllegalStateException(s"HotKeySplitWindow planned for $reason"),
       identity)
 
-  /** The shuffle stage below the input, and how it is read (None: each partition alone). */
-  private lazy val (stage, read): (ShuffleQueryStageExec, Option[AQEShuffleReadExec]) = {
-    def down(plan: SparkPlan): (ShuffleQueryStageExec, Option[AQEShuffleReadExec]) =
-      plan match {
-        case s: ShuffleQueryStageExec => (s, None)
-        case r @ AQEShuffleReadExec(s: ShuffleQueryStageExec, _) => (s, Some(r))
-        case other => down(other.children.head)
-      }
-    down(child)
-  }
+  /** The window's shuffle below its input. */
+  @transient private lazy val shuffle = WindowShuffle.below(child)
 
-  /** The input, reading the stage's `specs` only. */
-  private def inputReading(specs: Seq[ShufflePartitionSpec]): SparkPlan = {
-    val newRead = AQEShuffleReadExec(stage, specs)
-    child.transformUp {
-      case r: AQEShuffleReadExec if read.contains(r) => newRead
-      case s: ShuffleQueryStageExec if (s eq stage) && read.isEmpty => newRead
-    }
-  }
+  /** The input, reading the shuffle's `specs` only. */
+  private def inputReading(specs: Seq[ShufflePartitionSpec]): SparkPlan =
+    shuffle.reading(child, specs)
 
   /** Spark's own sort and window over `input`. */
   private def sparkWindow(input: SparkPlan): SparkPlan =
     WindowExec(windowExpression, partitionSpec, orderSpec, SortExec(sortOrder, false, input))
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val stats = stage.mapStats.get
+    val stats = shuffle.statistics.getOrElse {
+      return finish(sparkWindow(child).execute(), "the window's shuffle has no map task")
+    }
     val sizes = stats.bytesByPartitionId
-    val specs: Seq[ShufflePartitionSpec] = read.map(_.partitionSpecs).getOrElse(
-      sizes.indices.map(i => CoalescedPartitionSpec(i, i + 1, sizes(i))))
+    val specs = shuffle.specs(sizes)
     val skew = HotKeySplitWindowExec.skewOf(sizes, forced, conf)
     val skewedIds = skew.skewed.map(_._1).toSet
     def reducers(spec: ShufflePartitionSpec): Range = spec match {
@@ -312,9 +297,7 @@ case class HotKeySplitWindowExec(
       if (order.isEmpty) rows else ExternalSorts.sortTotally(rows, order, output, sortSpill)
     val summaries = routed match {
       case Some(byMapTask) => // (made as the map stage runs, which runs first)
-        val mapStage = sparkContext.submitMapStage(dependency)
-        ThreadUtils.awaitReady(mapStage, Duration.Inf)
-        mapStage.value.get.get // (a failed stage's error, as a job's)
+        WindowShuffle.awaited(sparkContext.submitMapStage(dependency))
         byMapTask.summaries(ranges.numSplits, split)
       case None =>
         sparkContext.runJob(

@@ -4,25 +4,30 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.SortOrder
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
-import org.apache.spark.sql.execution.{FilterExec, ProjectExec, SortExec, SparkPlan}
+import org.apache.spark.sql.execution.{ColumnarRule, FilterExec, ProjectExec, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.ShuffleQueryStageExec
-import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ValidateRequirements}
+import org.apache.spark.sql.execution.exchange.{
+  ENSURE_REQUIREMENTS, ShuffleExchangeExec, ValidateRequirements
+}
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggDecisions, SkewAggHints}
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritten, SwitchedOff}
 
 /**
- * Adaptive query-stage preparation rule.
+ * Adaptive query-stage preparation rule (`adaptive`), and without adaptive execution a rule run
+ * before columnar transitions ([[SplitSkewedWindowWithoutAdaptive]]).
  *
  * Matches: Spark's window (`WindowExec`, not a Python window) over the sort Spark placed for it,
  * over Project / Filter (deterministic) and the window's own shuffle (origin
- * ENSURE_REQUIREMENTS), materialized, with skewed partitions by skewagg's thresholds: the task
- * holding a hot key sorts and windows all its rows.
+ * ENSURE_REQUIREMENTS): adaptive, materialized with skewed partitions by skewagg's thresholds;
+ * otherwise the exchange Spark planned, whose sizes are known only when it runs. The task holding
+ * a hot key sorts and windows all its rows.
  *
  * Produces: [[HotKeySplitWindowExec]] over the window's input: partitions that are not skewed
  * run Spark's sort and window; the hot keys of the skewed ones are split by ranges of the
  * window's order, each range seeded with what the ranges before it hold, so every row gets
- * Spark's result. Nothing changes when no partition is skewed.
+ * Spark's result. Nothing changes when no partition is skewed (without adaptive execution, the
+ * operator finds that when the shuffle has run, and runs Spark's sort and window).
  *
  * With the SKEW_AGG hint on the window, every partition of its shuffle is read as skewed (hot
  * keys are still found by the sample).
@@ -34,13 +39,14 @@ import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritt
  * last values are, but for ties), or a node above relies on the window's output being
  * hash-partitioned by its keys (another window or aggregate on those keys).
  */
-case class SplitSkewedWindow(session: SparkSession) extends Rule[SparkPlan] {
+case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
+    extends Rule[SparkPlan] {
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf)) return plan
-    val candidates = plan.collect { case w: WindowExec if stageBelow(w).isDefined => w }
+    val candidates = plan.collect { case w: WindowExec if shuffleBelow(w).isDefined => w }
     candidates.foldLeft(plan) { (current, window) =>
-      decide(window, stageBelow(window).get) match {
+      decide(window, shuffleBelow(window).get) match {
         case None => current
         case Some(split) =>
           val rewritten = current.transformUp { case w if w eq window => split }
@@ -56,17 +62,19 @@ case class SplitSkewedWindow(session: SparkSession) extends Rule[SparkPlan] {
     }
   }
 
-  /** The split window, or None with the reason recorded on `window`. */
-  private def decide(window: WindowExec, stage: ShuffleQueryStageExec): Option[SparkPlan] = {
-    val sizes = stage.mapStats.get.bytesByPartitionId
+  /**
+   * The split window, or None with the reason recorded on `window`. `sizes`: the sizes of the
+   * window's shuffle by partition (None: not run yet, without adaptive execution).
+   */
+  private def decide(window: WindowExec, sizes: Option[Array[Long]]): Option[SparkPlan] = {
     val hint = SkewAggHints.ofWindow(window)
     val forced = hint.exists(_.force)
-    val skew = HotKeySplitWindowExec.skewOf(sizes, forced, conf)
+    val skew = sizes.map(HotKeySplitWindowExec.skewOf(_, forced, conf))
     def refuse(reason: String) = { SkewAggDecisions.record(window, Refused(reason)); None }
     if (hint.exists(!_.force)) {
       refuse(s"hint ${SkewAggHints.Forbid}.")
-    } else if (!skew.nonEmpty) {
-      SkewAggDecisions.record(window, NotSkewed.of("the window's shuffle", sizes, conf))
+    } else if (skew.exists(!_.nonEmpty)) {
+      SkewAggDecisions.record(window, NotSkewed.of("the window's shuffle", sizes.get, conf))
       None
     } else if (!conf.getConf(SkewAggConf.WINDOW_ENABLED)) {
       SkewAggDecisions.record(
@@ -95,8 +103,11 @@ case class SplitSkewedWindow(session: SparkSession) extends Rule[SparkPlan] {
           split.setLogicalLink(window.logicalLink.orNull)
           SkewAggDecisions.record(
             window,
-            Rewritten("hot keys of the window's skewed partitions split by order: " +
-              HotKeySplitWindowExec.describe(skew, forced)))
+            Rewritten(skew.fold(
+              "hot keys of the window's partitions split by order if its shuffle is skewed " +
+                "when it runs (without adaptive execution its sizes are known only then)")(s =>
+              "hot keys of the window's skewed partitions split by order: " +
+                HotKeySplitWindowExec.describe(s, forced))))
           Some(split)
       }
     }
@@ -111,20 +122,36 @@ case class SplitSkewedWindow(session: SparkSession) extends Rule[SparkPlan] {
     down(window.child.asInstanceOf[SortExec].child)
   }
 
-  /** The window's materialized shuffle, below its sort and Project / Filter. */
-  private def stageBelow(window: WindowExec): Option[ShuffleQueryStageExec] = window.child match {
+  /**
+   * The sizes of the window's shuffle, below its sort and Project / Filter: Some(sizes) of a
+   * materialized stage (adaptive), Some(None) of an exchange not run yet (otherwise).
+   */
+  private def shuffleBelow(window: WindowExec): Option[Option[Array[Long]]] = window.child match {
     case SortExec(order, false, sortInput, _)
         if SortOrder.orderingSatisfies(order, window.requiredChildOrdering.head) &&
           order.take(window.partitionSpec.size) ==
           window.requiredChildOrdering.head.take(window.partitionSpec.size) =>
-      def down(plan: SparkPlan): Option[ShuffleQueryStageExec] = plan match {
+      def down(plan: SparkPlan): Option[Option[Array[Long]]] = plan match {
         case p @ (_: ProjectExec | _: FilterExec) => down(p.children.head)
         case s: ShuffleQueryStageExec
-            if s.isMaterialized && s.mapStats.isDefined &&
-              s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS => Some(s)
+            if adaptive && s.isMaterialized && s.mapStats.isDefined &&
+              s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
+          Some(Some(s.mapStats.get.bytesByPartitionId))
+        case e: ShuffleExchangeExec if !adaptive && e.shuffleOrigin == ENSURE_REQUIREMENTS =>
+          Some(None)
         case _ => None
       }
       down(sortInput)
     case _ => None
   }
+}
+
+/**
+ * Without adaptive execution Spark offers no physical-plan hook after `EnsureRequirements` but
+ * the columnar rules: [[SplitSkewedWindow]] over the exchanges Spark planned, before columnar
+ * transitions. (Under adaptive execution the windows' shuffles are query stages by then, which
+ * this does not match.)
+ */
+case class SplitSkewedWindowWithoutAdaptive(session: SparkSession) extends ColumnarRule {
+  override def preColumnarTransitions: Rule[SparkPlan] = SplitSkewedWindow(session, false)
 }

@@ -2,6 +2,7 @@ package org.apache.spark.sql.skewagg.window
 
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
 import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.exchange.ReusedExchangeExec
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
@@ -10,7 +11,7 @@ import org.apache.spark.sql.skewagg.{
 }
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 
-/** Windows over a hot key, split by order ranges at run time (adaptive execution). */
+/** Windows over a hot key, split by order ranges at run time (adaptive execution or not). */
 class HotKeySplitWindowSuite extends SkewAggSuiteBase {
 
   private val conf = SkewTestData.conf ++ Seq(
@@ -40,19 +41,22 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
       s => { table(s).createOrReplaceTempView("t"); s.sql(s"SELECT *, $select FROM t") },
       conf ++ extra: _*)
 
-  private def splits(d: Differential): Seq[HotKeySplitWindowExec] =
-    nodes[HotKeySplitWindowExec](d.plan(on = true, adaptive = true))
+  private def splits(d: Differential, adaptive: Boolean = true): Seq[HotKeySplitWindowExec] =
+    nodes[HotKeySplitWindowExec](d.plan(on = true, adaptive))
 
-  private def assertSplit(d: Differential): Unit = {
-    val split = splits(d)
-    assert(split.size == 1, d.plan(on = true, adaptive = true))
+  /**
+   * One window split, with and without adaptive execution (then every window that can be split
+   * is planned over its exchange, and each decides when its shuffle has run).
+   */
+  private def assertSplit(d: Differential): Unit = for (adaptive <- Seq(true, false)) {
+    val split = splits(d, adaptive).filter(_.metrics("hotKeys").value > 0)
+    assert(split.size == 1, d.plan(on = true, adaptive))
     // Without an order the hot key's rows stay in their map-output pieces.
     assert(
       split.head.decision.matches(
         ".*1 hot key split by (order|map-output piece \\(no order\\)) into \\d+ tasks.*"),
       split.head.decision)
     assert(split.head.metrics("splits").value >= 2)
-    assert(nodes[HotKeySplitWindowExec](d.plan(on = true, adaptive = false)).isEmpty)
   }
 
   /**
@@ -215,6 +219,25 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
     assert(split.size == 1 && split.head.metrics("hotKeys").value >= 2, split.head.decision)
   }
 
+  test("a window's shuffle reused (one side of a union of the same window twice)") {
+    val d = differential(
+      s => {
+        table(s).createOrReplaceTempView("t")
+        s.sql("SELECT k, o, row_number() OVER (PARTITION BY k ORDER BY o) AS rn FROM t")
+          .createOrReplaceTempView("w")
+        s.sql("SELECT k, o, rn FROM w WHERE o % 2 = 0 UNION ALL SELECT k, o, rn FROM w")
+      },
+      conf: _*)
+    for (adaptive <- Seq(true, false)) {
+      val split = splits(d, adaptive)
+      assert(split.size == 2, d.plan(on = true, adaptive))
+      assert(split.forall(_.metrics("hotKeys").value == 1), split.map(_.decision))
+    }
+    assert(
+      d.plan(on = true, adaptive = false).exists(_.isInstanceOf[ReusedExchangeExec]),
+      d.plan(on = true, adaptive = false))
+  }
+
   test("integral sums in ANSI mode: the running sum overflows where Spark's does") {
     val unit = Long.MaxValue / 1024
     val big = s"(CASE WHEN (o DIV 10) % 2 = 0 THEN $unit ELSE ${-unit} END)"
@@ -224,17 +247,24 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
       SQLConf.ANSI_ENABLED.key -> "true"))
     assertSplit(
       windowed(s"sum($big) OVER (PARTITION BY k) AS total", SQLConf.ANSI_ENABLED.key -> "true"))
+    // Overflowing in the window, and in its input before its shuffle (the map stage fails).
     val overflowing = s"(CASE WHEN k = 0 THEN ${Long.MaxValue / 1000} ELSE 1 END)"
-    for (adaptive <- Seq(false, true); on <- Seq(false, true)) {
-      withSQLConf(conf ++ Seq(
-        SQLConf.ANSI_ENABLED.key -> "true",
-        SkewAggConf.ENABLED.key -> on.toString,
-        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive.toString): _*) {
-        table(spark).createOrReplaceTempView("t")
-        val error = intercept[Exception](spark.sql(
-          s"SELECT sum($overflowing) OVER (PARTITION BY k) FROM t").collect())
-        assert(error.getMessage.contains("ARITHMETIC_OVERFLOW"), error.getMessage)
+    val failing = Seq(
+      s"SELECT sum($overflowing) OVER (PARTITION BY k) FROM t",
+      s"SELECT sum(w) OVER (PARTITION BY k) FROM (SELECT k, o * ${Long.MaxValue / 10} AS w FROM t)")
+    for (query <- failing) {
+      val errors = for (adaptive <- Seq(false, true); on <- Seq(false, true)) yield {
+        withSQLConf(conf ++ Seq(
+          SQLConf.ANSI_ENABLED.key -> "true",
+          SkewAggConf.ENABLED.key -> on.toString,
+          SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive.toString): _*) {
+          table(spark).createOrReplaceTempView("t")
+          val error = intercept[Exception](spark.sql(query).collect())
+          assert(error.getMessage.contains("ARITHMETIC_OVERFLOW"), error.getMessage)
+          (adaptive, error.getClass)
+        }
       }
+      assert(errors.groupBy(_._1).values.forall(_.map(_._2).distinct.size == 1), errors)
     }
   }
 
@@ -305,20 +335,20 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
 
   test("the explanation: each window, split with its numbers or left alone with the reason") {
     val split = windowed("sum(v) OVER (PARTITION BY k) AS s")
-    val text = SkewAggExplain.explain(split.plan(on = true, adaptive = true))
-    assert(
-      text.contains("window 1: PARTITION BY k: s\n  rewritten: 1 skewed partition(s) of " +
-        "the window's shuffle"),
-      text)
-    assert(text.contains("1 hot key split by map-output piece (no order) into"), text)
     val lead = windowed("lead(v) IGNORE NULLS OVER (PARTITION BY k ORDER BY o) AS n")
-    val refused = SkewAggExplain.explain(lead.plan(on = true, adaptive = true))
-    assert(
-      refused.contains("window 1: PARTITION BY k: n\n  left alone: lead(t.v, 1, NULL) is " +
-        "not split: lead IGNORE NULLS is not"),
-      refused)
-    val notAdaptive = SkewAggExplain.explain(lead.plan(on = true, adaptive = false))
-    assert(notAdaptive.contains("only under adaptive execution"), notAdaptive)
+    for (adaptive <- Seq(true, false)) {
+      val text = SkewAggExplain.explain(split.plan(on = true, adaptive))
+      assert(
+        text.contains("window 1: PARTITION BY k: s\n  rewritten: 1 skewed partition(s) of " +
+          "the window's shuffle"),
+        text)
+      assert(text.contains("1 hot key split by map-output piece (no order) into"), text)
+      val refused = SkewAggExplain.explain(lead.plan(on = true, adaptive))
+      assert(
+        refused.contains("window 1: PARTITION BY k: n\n  left alone: lead(t.v, 1, NULL) is " +
+          "not split: lead IGNORE NULLS is not"),
+        refused)
+    }
   }
 
   test("uniform data: Spark's window, not skewed") {
@@ -330,6 +360,9 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
       conf: _*)
     assert(splits(d).isEmpty)
     assert(windowDecisions(d).exists(_.startsWith("not skewed")), windowDecisions(d))
+    val notAdaptive = splits(d, adaptive = false)
+    assert(notAdaptive.size == 1, d.plan(on = true, adaptive = false))
+    assert(notAdaptive.head.decision.startsWith("no partition of the window's shuffle skewed"))
   }
 
   test("a chain of windows on different keys: the skewed one is split, the other is Spark's") {
