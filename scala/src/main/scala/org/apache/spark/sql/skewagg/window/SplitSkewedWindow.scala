@@ -44,9 +44,9 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf)) return plan
-    val candidates = plan.collect { case w: WindowExec if shuffleBelow(w).isDefined => w }
-    candidates.foldLeft(plan) { (current, window) =>
-      decide(window, shuffleBelow(window).get) match {
+    val candidates = plan.collect { case w: WindowExec => inputOf(w).map(w -> _) }.flatten
+    candidates.foldLeft(plan) { case (current, (window, input)) =>
+      decide(window, input) match {
         case None => current
         case Some(split) =>
           val rewritten = current.transformUp { case w if w eq window => split }
@@ -62,11 +62,9 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     }
   }
 
-  /**
-   * The split window, or None with the reason recorded on `window`. `sizes`: the sizes of the
-   * window's shuffle by partition (None: not run yet, without adaptive execution).
-   */
-  private def decide(window: WindowExec, sizes: Option[Array[Long]]): Option[SparkPlan] = {
+  /** The split window, or None with the reason recorded on `window`. */
+  private def decide(window: WindowExec, input: WindowInput): Option[SparkPlan] = {
+    val sizes = input.sizes
     val hint = SkewAggHints.ofWindow(window)
     val forced = hint.exists(_.force)
     val skew = sizes.map(HotKeySplitWindowExec.skewOf(_, forced, conf))
@@ -86,7 +84,7 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     } else if (!window.partitionSpec.forall(k => UnsafeRowUtils.isBinaryStable(k.dataType))) {
       refuse("a PARTITION BY key is a collated string: keys equal but not byte-equal would be " +
         "routed apart.")
-    } else if (!input(window).forall(_.expressions.forall(_.deterministic)) ||
+    } else if (!input.nodes.forall(_.expressions.forall(_.deterministic)) ||
       !window.windowExpression.forall(WindowSplitSupport.deterministicButTies)) {
       refuse("the window's input is not deterministic, and a split reads it more than once.")
     } else {
@@ -113,35 +111,32 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     }
   }
 
-  /** The nodes between the window's sort and its shuffle (Project, Filter). */
-  private def input(window: WindowExec): Seq[SparkPlan] = {
-    def down(plan: SparkPlan): Seq[SparkPlan] = plan match {
-      case p @ (_: ProjectExec | _: FilterExec) => p +: down(p.children.head)
-      case _ => Nil
-    }
-    down(window.child.asInstanceOf[SortExec].child)
-  }
+  /**
+   * Between a window's sort and its shuffle: the Project / Filter `nodes`, and the shuffle's
+   * `sizes` by partition (None: not run yet, without adaptive execution).
+   */
+  private case class WindowInput(nodes: Seq[SparkPlan], sizes: Option[Array[Long]])
 
   /**
-   * The sizes of the window's shuffle, below its sort and Project / Filter: Some(sizes) of a
-   * materialized stage (adaptive), Some(None) of an exchange not run yet (otherwise).
+   * The window's input, when the window sits on the sort Spark placed for it, over Project /
+   * Filter and its own shuffle: a materialized stage (adaptive) or a planned exchange (otherwise).
    */
-  private def shuffleBelow(window: WindowExec): Option[Option[Array[Long]]] = window.child match {
+  private def inputOf(window: WindowExec): Option[WindowInput] = window.child match {
     case SortExec(order, false, sortInput, _)
         if SortOrder.orderingSatisfies(order, window.requiredChildOrdering.head) &&
           order.take(window.partitionSpec.size) ==
           window.requiredChildOrdering.head.take(window.partitionSpec.size) =>
-      def down(plan: SparkPlan): Option[Option[Array[Long]]] = plan match {
-        case p @ (_: ProjectExec | _: FilterExec) => down(p.children.head)
+      def down(plan: SparkPlan, nodes: Seq[SparkPlan]): Option[WindowInput] = plan match {
+        case p @ (_: ProjectExec | _: FilterExec) => down(p.children.head, nodes :+ p)
         case s: ShuffleQueryStageExec
             if adaptive && s.isMaterialized && s.mapStats.isDefined &&
               s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
-          Some(Some(s.mapStats.get.bytesByPartitionId))
+          Some(WindowInput(nodes, Some(s.mapStats.get.bytesByPartitionId)))
         case e: ShuffleExchangeExec if !adaptive && e.shuffleOrigin == ENSURE_REQUIREMENTS =>
-          Some(None)
+          Some(WindowInput(nodes, None))
         case _ => None
       }
-      down(sortInput)
+      down(sortInput, Nil)
     case _ => None
   }
 }
