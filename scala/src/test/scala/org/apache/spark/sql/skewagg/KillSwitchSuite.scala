@@ -93,7 +93,7 @@ class KillSwitchSuite extends SkewAggSuiteBase {
     val saved = keys.map(k => k -> conf.getOption(k))
     try {
       c.conf.foreach { case (k, v) => conf.set(k, v) }
-      c.setup.foreach(s.sql)
+      c.setUp(s)
       enabled.map { on =>
         conf.set(SkewAggConf.ENABLED.key, on.toString)
         val df = s.sql(c.query)

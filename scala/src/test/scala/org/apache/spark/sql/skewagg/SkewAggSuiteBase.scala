@@ -134,17 +134,28 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
 /** Order-insensitive row comparison with a relative tolerance for floating point values. */
 object RowComparison {
   private val RelativeTolerance = 1e-9
+  private val SortKeyDigits = new java.math.MathContext(7)
 
   def difference(expected: Seq[Row], actual: Seq[Row]): Option[String] = {
     if (expected.size != actual.size) {
       return Some(s"${expected.size} rows expected, ${actual.size} rows returned")
     }
-    val e = expected.map(normalize).sortBy(sortKey)
-    val a = actual.map(normalize).sortBy(sortKey)
+    val e = sorted(expected)
+    val a = sorted(actual)
     e.zip(a).collectFirst {
       case (x, y) if !close(x, y) => s"expected row $x but got $y"
     }
   }
+
+  /**
+   * The normalized rows in the order of their sort keys, each key made once (`sortBy` would make
+   * it again for every comparison).
+   */
+  private def sorted(rows: Seq[Row]): Seq[Seq[Any]] =
+    rows.map { row =>
+      val values = normalize(row); (sortKey(values), values)
+    }
+      .sortBy(_._1).map(_._2)
 
   private def normalize(row: Row): Seq[Any] = row.toSeq.map {
     case r: Row => normalize(r)
@@ -156,7 +167,8 @@ object RowComparison {
 
   private def sortKey(values: Seq[Any]): String = values.map {
     case d: Double if d.isNaN || d.isInfinite => d.toString
-    case d: Double => f"$d%.6e"
+    // 7 significant digits, as %.6e prints (without a Formatter's per-call locale lookups).
+    case d: Double => new java.math.BigDecimal(d).round(SortKeyDigits).toString
     case null => "\u0000null"
     case v => v.toString
   }.mkString("\u0001")

@@ -4,6 +4,8 @@ import java.time.LocalDate
 
 import scala.util.Random
 
+import org.apache.spark.sql.SparkSession
+
 /**
  * One random differential case: SQL that creates its tables, the query, and the settings both
  * runs share (only `spark.skewagg.enabled` differs between them).
@@ -17,6 +19,16 @@ case class FuzzCase(
     cleanup: Seq[String],
     shape: String) {
 
+  /**
+   * Runs the setup in `spark`. A temporary view is made from its query's DataFrame, which keeps
+   * the analyzed plan: a view made by SQL keeps only its text, which Spark parses and resolves
+   * again at every reference (its VALUES rows too), and that was most of a case's planning time.
+   */
+  def setUp(spark: SparkSession): Unit = setup.foreach {
+    case FuzzCase.TempView(name, query) => spark.sql(query).createOrReplaceTempView(name)
+    case sql => spark.sql(sql)
+  }
+
   /** A self-contained reproduction: paste into spark-sql (or spark.sql) with skewagg loaded. */
   def repro: String = {
     val settings = conf.map { case (k, v) => s"SET $k=$v;" }
@@ -27,6 +39,10 @@ case class FuzzCase(
         "SET spark.skewagg.enabled=true;",
         query + ";") ++ cleanup.map(_ + ";")).mkString("\n")
   }
+}
+
+object FuzzCase {
+  private val TempView = "(?s)CREATE OR REPLACE TEMPORARY VIEW (\\w+) AS (.*)".r
 }
 
 /**

@@ -65,7 +65,7 @@ object FuzzRunner {
     val saved = keys.map(k => k -> conf.getOption(k))
     try {
       c.conf.foreach { case (k, v) => conf.set(k, v) }
-      c.setup.foreach(spark.sql)
+      c.setUp(spark)
       body
     } finally {
       c.cleanup.foreach(s =>
