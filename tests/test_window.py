@@ -59,6 +59,24 @@ def test_running_sums_and_ranks_split_with_sparks_rows(spark: SparkSession) -> N
 
 
 @pytest.mark.usefixtures("split_conf")
+def test_chain_of_windows_on_the_same_key_split_with_sparks_rows(spark: SparkSession) -> None:
+    """Windows on k with two orders read one shuffle: both are split, none left to Spark."""
+    by_i = Window.partitionBy("k").orderBy(F.col("i").desc())
+    by_o = Window.partitionBy("k").orderBy("o")
+    plans = differential(spark, lambda s: _skewed(s).select(
+        "k", "o",
+        F.row_number().over(by_o).alias("rn"),
+        F.lag("v").over(by_o).alias("prev"),
+        F.sum("v").over(by_i).alias("running"),
+        F.dense_rank().over(by_i).alias("dr"),
+    ))
+    for adaptive in (True, False):
+        plan = plans[(True, adaptive)]
+        assert plan.has("HotKeySplitWindowExec") and not plan.has("WindowExec"), plan
+        assert "then by the next window's order" in plan.decisions("HotKeySplitWindowExec")[0]
+
+
+@pytest.mark.usefixtures("split_conf")
 def test_row_number_split_and_explained(spark: SparkSession) -> None:
     plans = differential(spark, lambda s: _skewed(s).select(
         "k", "o", F.row_number().over(Window.partitionBy("k").orderBy("o")).alias("rn")))

@@ -17,8 +17,6 @@ spark.sql(
     "(id * 7919) % 30000 AS o, id % 13 AS i, (id * 31) % 1000 - 400 AS v "
     "FROM range(0, 30000, 1, 8)"
 ).createOrReplaceTempView("t")
-# One window spec a query: a window over another on the same key is not split (the upper one
-# needs the lower one's partitioning).
 QUERIES = {
     "row_number": "SELECT k, o, row_number() OVER (PARTITION BY k ORDER BY o) AS rn FROM t",
     "ranks": "SELECT k, o, dense_rank() OVER (PARTITION BY k ORDER BY i DESC) AS dr, "
@@ -29,6 +27,9 @@ QUERIES = {
     "offsets": "SELECT k, o, lag(v, 3) OVER w AS l, lead(o) OVER w AS n, "
     "first_value(v) OVER w AS f, last_value(v) OVER w AS lv, nth_value(v, 5) OVER w AS nv "
     "FROM t WINDOW w AS (PARTITION BY k ORDER BY o)",
+    # A chain of windows on the same key: routed again by the second window's order.
+    "chain": "SELECT k, o, row_number() OVER (PARTITION BY k ORDER BY o) AS rn, "
+    "sum(v) OVER (PARTITION BY k ORDER BY i DESC) AS running FROM t",
 }
 
 

@@ -94,11 +94,17 @@ final case class HotKeyRanges(
       keys: Seq[Expression],
       order: Seq[SortOrder],
       input: Seq[Attribute]): InternalRow => Int = {
-    val hash = UnsafeProjection.create(
-      Seq(Pmod(new Murmur3Hash(keys), Literal(hashPartitions))),
-      input)
+    val hash: InternalRow => Int =
+      if (hashPartitions == 0) { _ =>
+        throw new IllegalStateException("a row of a key that is not hot, and no hash partition")
+      } else {
+        val hashed = UnsafeProjection.create(
+          Seq(Pmod(new Murmur3Hash(keys), Literal(hashPartitions))),
+          input)
+        row => hashed(row).getInt(0)
+      }
     if (hotKeys.isEmpty) {
-      row => hash(row).getInt(0)
+      hash
     } else {
       val keyOf = UnsafeProjection.create(keys, input)
       val valueOf = UnsafeProjection.create(order.map(_.child), input)
@@ -107,7 +113,7 @@ final case class HotKeyRanges(
       hotKeys.foreach(h => byKey.put(h.key, h))
       row => {
         val hot = byKey.get(keyOf(row))
-        if (hot == null) hash(row).getInt(0)
+        if (hot == null) hash(row)
         else if (hot.bounds.isEmpty) hot.firstPartition
         else hot.firstPartition + HotKeyRanges.splitIndex(hot.bounds, valueOf(row), ordering)
       }
@@ -148,12 +154,19 @@ object HotKeyRanges {
    * unsplit. Only a key of more than `factor` times the per-slot share (the input's rows /
    * `slots`) is split: below it, the key's task is not longer than an even share of the work on
    * those slots (a `factor` of 0 leaves that test to the caller).
+   *
+   * One routing per order of `orders` (one order; or a chain of windows on the same keys, each
+   * with its own): the same hot keys, each order's own bounds. The first routing has
+   * `hashPartitions` partitions for the other keys, the others none (they route only the hot
+   * keys' rows); a key is hot when some order gives it a bound, and an order that gives it none
+   * leaves it one split there.
+   *
    * Estimates only decide where rows go, never a result.
    */
   def sample(
       input: RDD[InternalRow],
       keys: Seq[Expression],
-      order: Seq[SortOrder],
+      orders: Seq[Seq[SortOrder]],
       inputAttributes: Seq[Attribute],
       hashPartitions: Int,
       minKeyRows: Long,
@@ -162,9 +175,11 @@ object HotKeyRanges {
       sampleFraction: Double,
       slots: Int,
       factor: Double,
-      partitionWeights: Option[IndexedSeq[Double]] = None): HotKeyRanges = {
+      partitionWeights: Option[IndexedSeq[Double]] = None): Seq[HotKeyRanges] = {
+    def none = orders.indices.map(i => HotKeyRanges(if (i == 0) hashPartitions else 0, Nil))
+    val order = orders.flatten
     val inputPartitions = input.getNumPartitions
-    if (inputPartitions == 0) return HotKeyRanges(hashPartitions, Nil)
+    if (inputPartitions == 0) return none
     val sampled = if (partitionWeights.isDefined) inputPartitions
     else math.min(inputPartitions, math.max(1, math.ceil(inputPartitions * sampleFraction).toInt))
     val chosen = (0 until sampled).map(i => (i.toLong * inputPartitions / sampled).toInt)
@@ -192,7 +207,7 @@ object HotKeyRanges {
       chosen)
     // Rows of the whole input, estimated from the partitions read.
     val totalRows = sketches.zip(weights).map { case ((rows, _), w) => rows * w }.sum
-    if (totalRows == 0.0) return HotKeyRanges(hashPartitions, Nil)
+    if (totalRows == 0.0) return none
 
     val keyAttributes =
       keys.zipWithIndex.map { case (k, i) => AttributeReference(s"k$i", k.dataType)() }
@@ -201,6 +216,12 @@ object HotKeyRanges {
     val sampleAttributes = keyAttributes ++ orderAttributes
     val keyOf = UnsafeProjection.create(keyAttributes, sampleAttributes)
     val valueOf = UnsafeProjection.create(orderAttributes, sampleAttributes)
+    // Each order's columns of a sampled order tuple (the orders' columns one after another).
+    val starts = orders.scanLeft(0)(_ + _.size)
+    val valuesOf = orders.indices.map { i =>
+      val slice = orderAttributes.slice(starts(i), starts(i + 1))
+      UnsafeProjection.create(slice, orderAttributes)
+    }
     val candidates = new java.util.HashMap[UnsafeRow, ArrayBuffer[(UnsafeRow, Float)]]()
     val estimatedRows = new java.util.HashMap[UnsafeRow, java.lang.Double]()
     sketches.zip(weights).foreach { case ((rows, kept), scale) =>
@@ -219,33 +240,42 @@ object HotKeyRanges {
     }
 
     val averagePartitionRows = totalRows / hashPartitions
-    implicit val byOrder: Ordering[UnsafeRow] =
-      ordering(order).asInstanceOf[Ordering[UnsafeRow]]
-    val hot = new ArrayBuffer[HotKeyRange]()
-    var nextPartition = hashPartitions
+    val byOrder = orders.map(o => ordering(o).asInstanceOf[Ordering[UnsafeRow]])
+    // Per hot key, its bounds in each order.
+    val hot = new ArrayBuffer[(UnsafeRow, Seq[Array[UnsafeRow]])]()
     // Largest first (the order only numbers the split partitions).
     val byEstimate = candidates.keySet().toArray(Array.empty[UnsafeRow])
       .map(k => (k, estimatedRows.get(k).doubleValue)).sortBy(-_._2)
     byEstimate.foreach { case (key, rows) =>
       val splits = math.min(maxSplits.toDouble, math.ceil(rows / averagePartitionRows)).toInt
       if (rows >= minKeyRows && splits >= 2 && rows > factor * totalRows / math.max(slots, 1)) {
-        val bounds = RangePartitioner.determineBounds(candidates.get(key), splits)(
-          byOrder,
-          ClassTag(classOf[UnsafeRow]))
-        if (bounds.nonEmpty) {
-          val range = HotKeyRange(key, nextPartition, bounds)
-          hot += range
-          nextPartition += range.numSplits
+        val values = candidates.get(key)
+        val bounds = orders.indices.map { i =>
+          val sliced = if (orders.size == 1) values
+          else values.map { case (v, w) => (valuesOf(i)(v).copy(), w) }
+          RangePartitioner.determineBounds(sliced, splits)(
+            byOrder(i),
+            ClassTag(classOf[UnsafeRow]))
         }
+        if (bounds.exists(_.nonEmpty)) hot += ((key, bounds))
       }
     }
-    HotKeyRanges(
-      hashPartitions,
-      hot.toSeq,
-      byEstimate.headOption.fold(0.0)(_._2),
-      averagePartitionRows,
-      totalRows,
-      slots,
-      factor)
+    orders.indices.map { i =>
+      val partitions = if (i == 0) hashPartitions else 0
+      var next = partitions
+      val ranges = hot.toSeq.map { case (key, bounds) =>
+        val range = HotKeyRange(key, next, bounds(i))
+        next += range.numSplits
+        range
+      }
+      HotKeyRanges(
+        partitions,
+        ranges,
+        byEstimate.headOption.fold(0.0)(_._2),
+        averagePartitionRows,
+        totalRows,
+        slots,
+        factor)
+    }
   }
 }

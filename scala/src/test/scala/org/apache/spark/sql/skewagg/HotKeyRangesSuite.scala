@@ -16,7 +16,7 @@ class HotKeyRangesSuite extends SkewAggSuiteBase {
     val ranges = HotKeyRanges.sample(
       input,
       Seq(k),
-      Seq(SortOrder(o, Ascending)),
+      Seq(Seq(SortOrder(o, Ascending))),
       Seq(k, o),
       hashPartitions = 4,
       minKeyRows = 1,
@@ -25,7 +25,7 @@ class HotKeyRangesSuite extends SkewAggSuiteBase {
       sampleFraction = 1.0,
       slots = 1,
       factor = 0.0,
-      partitionWeights = Some(IndexedSeq(10.0, 1.0)))
+      partitionWeights = Some(IndexedSeq(10.0, 1.0))).head
     assert(ranges.totalRows == 1100.0)
     assert(ranges.largestKeyRows == 1000.0)
     // Key 0 holds 1000 of 1100 estimated rows, 3.6 average partitions; key 1 less than one.

@@ -112,7 +112,7 @@ case class HotKeySplitAggregateExec(
     val ranges = HotKeyRanges.sample(
       input,
       groupingAttributes,
-      Seq(SortOrder(sortValue, Ascending)),
+      Seq(Seq(SortOrder(sortValue, Ascending))),
       child.output,
       conf.numShufflePartitions,
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS),
@@ -120,7 +120,7 @@ case class HotKeySplitAggregateExec(
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_SIZE),
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_FRACTION),
       TaskSlots.of(conf),
-      conf.getConf(SkewAggConf.SKEW_FACTOR))
+      conf.getConf(SkewAggConf.SKEW_FACTOR)).head
     setTagValue(
       HotKeySplitAggregateExec.Split,
       ranges.describe(

@@ -29,16 +29,18 @@ import org.apache.spark.sql.types.MapType
 import org.apache.spark.util.{CompletionIterator, MutablePair}
 
 /**
- * Spark's window (`WindowExec` over its sort) whose hot keys are split by ranges of the window's
- * order across several tasks.
+ * Spark's window (`WindowExec` over its sort), or a chain of windows on the same keys, whose hot
+ * keys are split by ranges of each window's order across several tasks.
  *
- * Plan shape: planned by [[SplitSkewedWindow]] in place of `WindowExec ← SortExec` when the
- * window's shuffle (a materialized query stage, maybe read coalesced) has skewed partitions and
- * every window function can be split ([[WindowSplitSupport]]); without adaptive execution, over
- * the exchange Spark planned, whose map stage it runs first ([[WindowShuffle]]). `child` is the
- * window's input: the shuffle, or rows computed from it by Project / Filter; `sortOrder` is the
- * order Spark sorted it in for the window (the window's keys and order, or more that a window
- * above it needs); `forced` (the SKEW_AGG hint) reads every partition as skewed.
+ * Plan shape: planned by [[SplitSkewedWindow]] in place of `WindowExec ← SortExec` (a chain:
+ * more windows on the same keys above, each over its sort or directly over the one below) when
+ * the window's shuffle (a materialized query stage, maybe read coalesced) has skewed partitions
+ * and every window function can be split ([[WindowSplitSupport]]); without adaptive execution,
+ * over the exchange Spark planned, whose map stage it runs first ([[WindowShuffle]]). `child` is
+ * the window's input: the shuffle, or rows computed from it by Project / Filter; `windows` are
+ * the chain's windows, bottom first, each with the sort Spark placed for it (its keys and order,
+ * or more that a window above it needs); `forced` (the SKEW_AGG hint) reads every partition as
+ * skewed.
  *
  * Execution (every decision is a function of the input, so task retries are safe):
  *  1. Partitions that are not skewed run Spark's own sort and window, as before.
@@ -55,29 +57,39 @@ import org.apache.spark.util.{CompletionIterator, MutablePair}
  *     and the key's whole-partition values ([[SplitWindowFunctions]]); each split then sorts its
  *     rows and computes their results.
  *
- * Without an order (every frame is the key's whole partition), a hot key's rows are not
+ * A chain: the hot keys' rows, with the results of the windows below, are routed again by
+ * ranges of the next window's order (bounds from the same sample: the windows order by the
+ * input's columns), summarized, seeded and computed the same way; the other keys run Spark's
+ * chain of sorts and windows. A key is split through the whole chain or not at all.
+ *
+ * Without an order (one window, every frame the key's whole partition), a hot key's rows are not
  * shuffled: the map tasks only summarize them, and the pieces are read again to give each of
  * them its key's values.
  *
  * Output: partitioned by nothing Spark knows (hot keys span several partitions), each partition
- * in `sortOrder`, as Spark's window's is (without an order, in no order). Metrics: skewed
- * partitions, hot keys split, splits, rows in splits, sort spill.
+ * in the top window's sort order, as Spark's window's is (without an order, in no order).
+ * Metrics: skewed partitions, hot keys split, splits (of the first window), rows in splits,
+ * sort spill.
  */
 case class HotKeySplitWindowExec(
-    windowExpression: Seq[NamedExpression],
+    windows: Seq[ChainedWindow],
     partitionSpec: Seq[Expression],
-    orderSpec: Seq[SortOrder],
-    sortOrder: Seq[SortOrder],
     forced: Boolean,
     child: SparkPlan)
     extends UnaryExecNode with SkewAggWindowExec {
 
-  override def output: Seq[Attribute] = child.output ++ windowExpression.map(_.toAttribute)
+  override def output: Seq[Attribute] = inputOf(windows.size)
+
+  /** The input of window `i` of the chain: the child's rows with the results of those below. */
+  private def inputOf(i: Int): Seq[Attribute] =
+    child.output ++ windows.take(i).flatMap(_.windowExpression.map(_.toAttribute))
 
   override def outputPartitioning: Partitioning = UnknownPartitioning(0)
 
+  private def sortOrders: Seq[Seq[SortOrder]] = ChainedWindow.sortOrders(windows)
+
   // (Read in place, the rows of several hot keys of a piece are in no order.)
-  override def outputOrdering: Seq[SortOrder] = if (inPlace) Nil else sortOrder
+  override def outputOrdering: Seq[SortOrder] = if (inPlace) Nil else sortOrders.last
 
   private lazy val readMetrics =
     SQLShuffleReadMetricsReporter.createShuffleReadMetrics(sparkContext)
@@ -99,19 +111,23 @@ case class HotKeySplitWindowExec(
     .getOrElse("hot keys of skewed window partitions split by order (not run yet)")
 
   override def simpleString(maxFields: Int): String = {
-    val functions = truncatedString(windowExpression, "[", ", ", "]", maxFields)
     val keys = truncatedString(partitionSpec, "[", ", ", "]", maxFields)
-    val order = truncatedString(orderSpec, "[", ", ", "]", maxFields)
-    s"HotKeySplitWindow $functions, $keys, $order, hotKeys=splitByOrder"
+    val chain = windows.map { w =>
+      val functions = truncatedString(w.windowExpression, "[", ", ", "]", maxFields)
+      s"$functions, $keys, ${truncatedString(w.orderSpec, "[", ", ", "]", maxFields)}"
+    }
+    s"HotKeySplitWindow ${chain.mkString(" then ")}, hotKeys=splitByOrder"
   }
 
-  @transient private lazy val split =
-    new SplitWindowFunctions(functions, windowExpression, orderSpec, child.output)
-
-  private lazy val functions: Seq[SplitWindowFunction] =
-    WindowSplitSupport.functions(windowExpression, orderSpec, conf).fold(
-      reason => throw new IllegalStateException(s"HotKeySplitWindow planned for $reason"),
-      identity)
+  /** Each window's split functions, bound to its input. */
+  @transient private lazy val levels: IndexedSeq[SplitWindowFunctions] =
+    windows.indices.map { i =>
+      val w = windows(i)
+      val functions = WindowSplitSupport.functions(w.windowExpression, w.orderSpec, conf).fold(
+        reason => throw new IllegalStateException(s"HotKeySplitWindow planned for $reason"),
+        identity)
+      new SplitWindowFunctions(functions, w.windowExpression, w.orderSpec, inputOf(i))
+    }
 
   /** The window's shuffle below its input. */
   @transient private lazy val shuffle = WindowShuffle.below(child)
@@ -120,9 +136,9 @@ case class HotKeySplitWindowExec(
   private def inputReading(specs: Seq[ShufflePartitionSpec]): SparkPlan =
     shuffle.reading(child, specs)
 
-  /** Spark's own sort and window over `input`. */
+  /** Spark's own sorts and windows over `input`. */
   private def sparkWindow(input: SparkPlan): SparkPlan =
-    WindowExec(windowExpression, partitionSpec, orderSpec, SortExec(sortOrder, false, input))
+    ChainedWindow.sparkPlan(windows, partitionSpec, input)
 
   override protected def doExecute(): RDD[InternalRow] = {
     val stats = shuffle.statistics.getOrElse {
@@ -160,7 +176,7 @@ case class HotKeySplitWindowExec(
     val sampled = HotKeyRanges.sample(
       inputReading(sampleSpecs).execute(),
       partitionSpec,
-      routingOrder,
+      windows.indices.map(routingOrder),
       child.output,
       hashPartitions = pieceSpecs.size,
       minKeyRows,
@@ -170,25 +186,25 @@ case class HotKeySplitWindowExec(
       slots = 1,
       factor = 0.0, // (the partitions are skewed: skewagg's per-slot test was made on them)
       partitionWeights = Some(sampleWeights.toIndexedSeq))
-    val ranges = if (inPlace) sampled.unsplit else sampled
-    val tasks = if (inPlace) pieceSpecs.size else ranges.numSplits
+    val ranges = if (inPlace) sampled.map(_.unsplit) else sampled
+    val tasks = if (inPlace) pieceSpecs.size else ranges.head.numSplits
     val skewed = s"${HotKeySplitWindowExec.describe(skew, forced)}, read in ${pieceSpecs.size} " +
-      "pieces; " + ranges.describe(
+      "pieces; " + ranges.head.describe(
         if (inPlace) "map-output piece (no order)" else "order",
         minKeyRows,
         SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key,
-        tasks)
-    if (ranges.hotKeys.isEmpty) return finish(sparkWindow(child).execute(), skewed)
+        tasks) + ranges.tail.map { r =>
+        if (r.hotKeys.isEmpty) ""
+        else s", then by the next window's order into ${r.numSplits} tasks"
+      }.mkString
+    if (ranges.head.hotKeys.isEmpty) return finish(sparkWindow(child).execute(), skewed)
 
-    longMetric("hotKeys").set(ranges.hotKeys.size.toLong)
+    longMetric("hotKeys").set(ranges.head.hotKeys.size.toLong)
     longMetric("splits").set(tasks.toLong)
-    // Summaries that read no order are made by the routing map tasks, as they route the rows.
-    val routed = if (split.summarizesInOrder) None else Some(new RoutedSummaries)
-    // (Unnamed: a named accumulator's value goes to every task end event and the UI.)
-    routed.foreach(sparkContext.register(_))
-    val dependency = shuffleDependency(pieces, ranges, routed, routesHotKeys = !inPlace)
+    val routed = routedSummaries(0)
+    val dependency = shuffleDependency(pieces, ranges.head, 0, routed, routesHotKeys = !inPlace)
     val rest = sparkWindow(
-      RowsScanExec(child.output, partitions(dependency, 0 until ranges.hashPartitions)))
+      RowsScanExec(child.output, partitions(dependency, 0 until ranges.head.hashPartitions)))
     val parts =
       Seq(rest.execute(), hotKeyResults(ranges, dependency, routed, pieceSpecs)) ++
         (if (ordinarySpecs.isEmpty) Nil
@@ -208,9 +224,24 @@ case class HotKeySplitWindowExec(
   /**
    * Without an order every frame is a key's whole partition: a hot key's rows stay in their
    * pieces (one summary per key, made as the map tasks route the other keys), which are read
-   * again to give each row its key's values. (nth_value's summary reads a whole split.)
+   * again to give each row its key's values. (nth_value's summary reads a whole split; a chain
+   * routes its rows to the next window.)
    */
-  private def inPlace: Boolean = orderSpec.isEmpty && !split.summarizesInOrder
+  private def inPlace: Boolean =
+    windows.size == 1 && windows.head.orderSpec.isEmpty && !levels.head.summarizesInOrder
+
+  /**
+   * Where window `i`'s summaries are made: by the routing map tasks as they route the rows, when
+   * they read no order (None: one job over the splits, in order).
+   */
+  private def routedSummaries(i: Int): Option[RoutedSummaries] =
+    if (levels(i).summarizesInOrder) None
+    else {
+      val summaries = new RoutedSummaries
+      // (Unnamed: a named accumulator's value goes to every task end event and the UI.)
+      sparkContext.register(summaries)
+      Some(summaries)
+    }
 
   private def partitions(
       dependency: ShuffleDependency[Int, InternalRow, InternalRow],
@@ -221,30 +252,32 @@ case class HotKeySplitWindowExec(
       ids.map(i => CoalescedPartitionSpec(i, i + 1)).toArray[ShufflePartitionSpec])
 
   /**
-   * What the hot keys' rows are split by: the window's order, or without one (every function
-   * then reads the whole partition, in no order) a hash of the row.
+   * What the hot keys' rows are split by for window `i`: its order (of the child's columns), or
+   * without one (every function then reads the whole partition, in no order) a hash of the
+   * child's columns.
    */
-  private def routingOrder: Seq[SortOrder] =
-    if (orderSpec.nonEmpty) orderSpec
+  private def routingOrder(i: Int): Seq[SortOrder] =
+    if (windows(i).orderSpec.nonEmpty) windows(i).orderSpec
     else {
       val hashable = child.output.filterNot(_.dataType.existsRecursively(_.isInstanceOf[MapType]))
       Seq(SortOrder(new Murmur3Hash(hashable), Ascending))
     }
 
   /**
-   * The pieces shuffled by [[HotKeyRanges.router]]; with `routed`, each map task also summarizes
-   * the rows it routes to each split. Without `routesHotKeys`, the hot keys' rows are only
-   * summarized (their split partitions stay empty).
+   * The rows of window `level`'s input shuffled by [[HotKeyRanges.router]]; with `routed`, each
+   * map task also summarizes the rows it routes to each split. Without `routesHotKeys`, the hot
+   * keys' rows are only summarized (their split partitions stay empty).
    */
   private def shuffleDependency(
       input: RDD[InternalRow],
       ranges: HotKeyRanges,
+      level: Int,
       routed: Option[RoutedSummaries],
       routesHotKeys: Boolean): ShuffleDependency[Int, InternalRow, InternalRow] = {
     val keys = partitionSpec
-    val order = routingOrder
-    val inputAttributes = child.output
-    val summarizing = routed.map((_, split))
+    val order = routingOrder(level)
+    val inputAttributes = inputOf(level)
+    val summarizing = routed.map((_, levels(level)))
     val first = ranges.hashPartitions
     val withPartitionIds = input.mapPartitionsWithIndexInternal { (mapTask, rows) =>
       val partitionOf = ranges.router(keys, order, inputAttributes)
@@ -276,69 +309,119 @@ case class HotKeySplitWindowExec(
   }
 
   /**
-   * The hot keys' splits: summarized (by the routing map tasks, or one job when summaries read in
-   * order), seeded on the driver, then computed; a key too large for a ranking function's int
-   * runs Spark's window in one task. [[inPlace]], the pieces are read again instead.
+   * The hot keys' splits, window by window: summarized (by the routing map tasks, or one job
+   * when summaries read in order), seeded on the driver, then computed; each window's results
+   * are routed by the next window's order. A key too large for a ranking function's int runs
+   * Spark's windows in one task. [[inPlace]], the pieces are read again instead.
    */
   private def hotKeyResults(
-      ranges: HotKeyRanges,
+      ranges: Seq[HotKeyRanges],
       dependency: ShuffleDependency[Int, InternalRow, InternalRow],
       routed: Option[RoutedSummaries],
       pieceSpecs: Seq[ShufflePartitionSpec]): RDD[InternalRow] = {
-    val split = this.split
-    val splits = partitions(dependency, ranges.splitPartitions)
+    val summaries = summariesOf(0, ranges.head, dependency, routed)
+    val first = ranges.head.hashPartitions
+    val maxRankedRows = conf.getConf(SkewAggConf.TEST_WINDOW_MAX_RANKED_ROWS)
+    // The same keys, in the same order, in every window's ranges.
+    val (splitKeys, sparksKeys) = ranges.head.hotKeys.indices.partition { k =>
+      val rows = ranges.head.hotKeys(k).partitions.map(p => summaries(p - first).rows).sum
+      levels.forall(_.splits(rows, maxRankedRows))
+    }
+    val firstSeeds = seedsOf(0, ranges.head, splitKeys, summaries)
+    if (inPlace) { // (no ranking function without an order: every key was split)
+      val valuesByKey = new java.util.HashMap[UnsafeRow, InternalRow]()
+      ranges.head.hotKeys.foreach(h =>
+        valuesByKey.put(h.key, firstSeeds(h.firstPartition - first)._2))
+      return withKeyValues(inputReading(pieceSpecs).execute(), valuesByKey)
+    }
+    val splitRows = longMetric("splitRows")
+    var results = evaluated(0, ranges.head, dependency, firstSeeds, counted = Some(splitRows))
+    windows.indices.tail.foreach { level =>
+      val next = ranges(level)
+      val nextRouted = routedSummaries(level)
+      val nextDependency =
+        shuffleDependency(results, next, level, nextRouted, routesHotKeys = true)
+      val seeds =
+        seedsOf(level, next, splitKeys, summariesOf(level, next, nextDependency, nextRouted))
+      results = evaluated(level, next, nextDependency, seeds, counted = None)
+    }
+    if (sparksKeys.isEmpty) results
+    else {
+      // Each such key's splits read in order by one task, Spark's sorts and windows over them.
+      val whole = sparksKeys.map(ranges.head.hotKeys).map(h =>
+        CoalescedPartitionSpec(h.partitions.head, h.partitions.last + 1))
+      val keys = new ShuffledRowRDD(dependency, readMetrics, whole.toArray[ShufflePartitionSpec])
+      sparkContext.union(results, sparkWindow(RowsScanExec(child.output, keys)).execute())
+    }
+  }
+
+  /** Window `level`'s rows of each split of `dependency` in the order it reads them. */
+  private def inOrder(level: Int): Iterator[InternalRow] => Iterator[InternalRow] = {
     // A split holds one key: sorted by the rest of the order (peers stay consecutive), and ties
     // by the rows' bytes, so that the summary and the evaluation read one order.
-    val order = sortOrder.drop(partitionSpec.size)
-    val output = child.output
+    val order = sortOrders(level).drop(partitionSpec.size)
+    val input = inputOf(level)
     val sortSpill = longMetric("sortSpillSize")
-    val splitRows = longMetric("splitRows")
-    def inOrder(rows: Iterator[InternalRow]) =
-      if (order.isEmpty) rows else ExternalSorts.sortTotally(rows, order, output, sortSpill)
-    val summaries = routed match {
+    rows => if (order.isEmpty) rows else ExternalSorts.sortTotally(rows, order, input, sortSpill)
+  }
+
+  /** Window `level`'s summary of each split of `ranges`. */
+  private def summariesOf(
+      level: Int,
+      ranges: HotKeyRanges,
+      dependency: ShuffleDependency[Int, InternalRow, InternalRow],
+      routed: Option[RoutedSummaries]): IndexedSeq[SplitSummary] = {
+    val split = levels(level)
+    routed match {
       case Some(byMapTask) => // (made as the map stage runs, which runs first)
         WindowShuffle.awaited(sparkContext.submitMapStage(dependency))
         byMapTask.summaries(ranges.numSplits, split)
       case None =>
+        val sorted = inOrder(level)
         sparkContext.runJob(
-          splits,
-          (_: TaskContext, rows: Iterator[InternalRow]) => split.summarize(inOrder(rows)))
+          partitions(dependency, ranges.splitPartitions),
+          (_: TaskContext, rows: Iterator[InternalRow]) => split.summarize(sorted(rows)))
           .toIndexedSeq
     }
+  }
+
+  /**
+   * Per split of `ranges`, window `level`'s seed and its key's whole-partition values, for the
+   * hot keys `splitKeys` (by index; the other splits' are null).
+   */
+  private def seedsOf(
+      level: Int,
+      ranges: HotKeyRanges,
+      splitKeys: Seq[Int],
+      summaries: IndexedSeq[SplitSummary]): Array[(SplitSeed, InternalRow)] = {
     val first = ranges.hashPartitions
-    val seeds = new Array[SplitSeed](ranges.numSplits)
-    val keyValues = new Array[InternalRow](ranges.numSplits)
-    val maxRankedRows = conf.getConf(SkewAggConf.TEST_WINDOW_MAX_RANKED_ROWS)
-    val (splitKeys, sparksKeys) = ranges.hotKeys.partition { h =>
-      split.splits(h.partitions.map(p => summaries(p - first).rows).sum, maxRankedRows)
-    }
-    splitKeys.foreach { hot =>
+    val seeds = new Array[(SplitSeed, InternalRow)](ranges.numSplits)
+    splitKeys.map(ranges.hotKeys).foreach { hot =>
       val ids = hot.partitions.map(_ - first)
-      val (keySeeds, values) = split.seeds(ids.map(summaries(_)))
-      ids.zip(keySeeds).foreach { case (i, seed) => seeds(i) = seed; keyValues(i) = values }
+      val (keySeeds, values) = levels(level).seeds(ids.map(summaries(_)))
+      ids.zip(keySeeds).foreach { case (i, seed) => seeds(i) = (seed, values) }
     }
-    if (inPlace) { // (no ranking function without an order: every key was split)
-      val valuesByKey = new java.util.HashMap[UnsafeRow, InternalRow]()
-      ranges.hotKeys.foreach(h => valuesByKey.put(h.key, keyValues(h.firstPartition - first)))
-      return withKeyValues(inputReading(pieceSpecs).execute(), valuesByKey)
-    }
+    seeds
+  }
+
+  /** Window `level`'s rows with their results, from each split's seed (`counted` counts them). */
+  private def evaluated(
+      level: Int,
+      ranges: HotKeyRanges,
+      dependency: ShuffleDependency[Int, InternalRow, InternalRow],
+      seeds: Array[(SplitSeed, InternalRow)],
+      counted: Option[SQLMetric]): RDD[InternalRow] = {
+    val split = levels(level)
+    val sorted = inOrder(level)
     val peerBuffer = PeerBuffer(
       conf.windowExecBufferInMemoryThreshold,
       conf.windowExecBufferSpillThreshold)
-    val splitResults = splits.mapPartitionsWithIndexInternal { (i, rows) =>
-      if (seeds(i) == null) Iterator.empty // (a key left to Spark's window, below)
+    partitions(dependency, ranges.splitPartitions).mapPartitionsWithIndexInternal { (i, rows) =>
+      if (seeds(i) == null) Iterator.empty // (a key left to Spark's windows)
       else {
-        val counted = rows.map { row => splitRows += 1; row }
-        split.evaluate(inOrder(counted), seeds(i), keyValues(i), peerBuffer)
+        val input = counted.fold(rows)(metric => rows.map { row => metric += 1; row })
+        split.evaluate(sorted(input), seeds(i)._1, seeds(i)._2, peerBuffer)
       }
-    }
-    if (sparksKeys.isEmpty) splitResults
-    else {
-      // Each such key's splits read in order by one task, Spark's sort and window over them.
-      val whole =
-        sparksKeys.map(h => CoalescedPartitionSpec(h.partitions.head, h.partitions.last + 1))
-      val keys = new ShuffledRowRDD(dependency, readMetrics, whole.toArray[ShufflePartitionSpec])
-      sparkContext.union(splitResults, sparkWindow(RowsScanExec(child.output, keys)).execute())
     }
   }
 
@@ -346,7 +429,7 @@ case class HotKeySplitWindowExec(
   private def withKeyValues(
       pieces: RDD[InternalRow],
       valuesByKey: java.util.HashMap[UnsafeRow, InternalRow]): RDD[InternalRow] = {
-    val split = this.split
+    val split = levels.head
     val keys = partitionSpec
     val input = child.output
     val splitRows = longMetric("splitRows")

@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.exchange.{
   ENSURE_REQUIREMENTS, ShuffleExchangeExec, ValidateRequirements
 }
 import org.apache.spark.sql.execution.window.WindowExec
-import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggDecisions, SkewAggHints}
+import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints}
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritten, SwitchedOff}
 
 /**
@@ -21,95 +21,138 @@ import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritt
  * over Project / Filter (deterministic) and the window's own shuffle (origin
  * ENSURE_REQUIREMENTS): adaptive, materialized with skewed partitions by skewagg's thresholds;
  * otherwise the exchange Spark planned, whose sizes are known only when it runs. The task holding
- * a hot key sorts and windows all its rows.
+ * a hot key sorts and windows all its rows. With it, the windows on the same keys above it, each
+ * over its sort or directly over the one below (a chain, which reads one shuffle).
  *
  * Produces: [[HotKeySplitWindowExec]] over the window's input: partitions that are not skewed
  * run Spark's sort and window; the hot keys of the skewed ones are split by ranges of the
  * window's order, each range seeded with what the ranges before it hold, so every row gets
- * Spark's result. Nothing changes when no partition is skewed (without adaptive execution, the
- * operator finds that when the shuffle has run, and runs Spark's sort and window).
+ * Spark's result (a chain: every window of it, each by its own order). Nothing changes when no
+ * partition is skewed (without adaptive execution, the operator finds that when the shuffle has
+ * run, and runs Spark's sort and window).
  *
  * With the SKEW_AGG hint on the window, every partition of its shuffle is read as skewed (hot
  * keys are still found by the sample).
  *
- * Refuses (recorded on the window) when skewagg or `spark.skewagg.window.enabled` is off, the
- * hint NO_SKEW_AGG is on the window, the window has no PARTITION BY, a key is a collated string
- * (the split routes keys as binary rows), a function or frame cannot be split
+ * Refuses (recorded on each window of the chain) when skewagg or `spark.skewagg.window.enabled` is
+ * off, the hint NO_SKEW_AGG is on the window, the window has no PARTITION BY, a key is a collated
+ * string (the split routes keys as binary rows), a function or frame cannot be split
  * ([[WindowSplitSupport]]), the input is not deterministic (it is read more than once; first and
- * last values are, but for ties), or a node above relies on the window's output being
- * hash-partitioned by its keys (another window or aggregate on those keys).
+ * last values are, but for ties), a window of a chain orders by a result of a window below it (the
+ * routing samples the input's columns), or a node above relies on the window's output being
+ * hash-partitioned by its keys (an aggregate on those keys, a window the chain does not hold).
  */
 case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     extends Rule[SparkPlan] {
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf)) return plan
-    val candidates = plan.collect { case w: WindowExec => inputOf(w).map(w -> _) }.flatten
-    candidates.foldLeft(plan) { case (current, (window, input)) =>
-      decide(window, input) match {
+    // Each chain from its top window; a window with one on the same keys above is in its chain.
+    val chains = plan.collect { case w: WindowExec => chainFrom(w) }
+    val below = chains.flatMap(_.tail)
+    val candidates = chains.filterNot(c => below.exists(_ eq c.head))
+      .flatMap(chain => inputOf(chain.last).map(chain -> _))
+    candidates.foldLeft(plan) { case (current, (chain, input)) =>
+      decide(chain.reverse, input) match {
         case None => current
         case Some(split) =>
-          val rewritten = current.transformUp { case w if w eq window => split }
+          val rewritten = current.transformUp { case w if w eq chain.head => split }
           if (ValidateRequirements.validate(rewritten)) rewritten
           else {
-            SkewAggDecisions.record(
-              window,
+            chain.foreach(SkewAggDecisions.record(
+              _,
               Refused("a node above relies on the window's output being partitioned by its " +
-                "keys (another window or aggregate on them), which splitting a key would break."))
+                "keys (an aggregate on them, or a window on them over other nodes), which " +
+                "splitting a key would break.")))
             current
           }
       }
     }
   }
 
-  /** The split window, or None with the reason recorded on `window`. */
-  private def decide(window: WindowExec, input: WindowInput): Option[SparkPlan] = {
+  /**
+   * The split windows, or None with the reason recorded on each: `chain` bottom first, the
+   * bottom one over its sort and `input`.
+   */
+  private def decide(chain: Seq[WindowExec], input: WindowInput): Option[SparkPlan] = {
     val sizes = input.sizes
-    val hint = SkewAggHints.ofWindow(window)
-    val forced = hint.exists(_.force)
+    val hints = chain.flatMap(SkewAggHints.ofWindow)
+    val forced = hints.exists(_.force)
     val skew = sizes.map(HotKeySplitWindowExec.skewOf(_, forced, conf))
-    def refuse(reason: String) = { SkewAggDecisions.record(window, Refused(reason)); None }
-    if (hint.exists(!_.force)) {
+    def record(decision: SkewAggDecision) = chain.foreach(SkewAggDecisions.record(_, decision))
+    def refuse(reason: String) = { record(Refused(reason)); None }
+    val keys = chain.head.partitionSpec
+    val inputColumns = chain.head.child.asInstanceOf[SortExec].child.outputSet
+    if (hints.exists(!_.force)) {
       refuse(s"hint ${SkewAggHints.Forbid}.")
     } else if (skew.exists(!_.nonEmpty)) {
-      SkewAggDecisions.record(window, NotSkewed.of("the window's shuffle", sizes.get, conf))
+      record(NotSkewed.of("the window's shuffle", sizes.get, conf))
       None
     } else if (!conf.getConf(SkewAggConf.WINDOW_ENABLED)) {
-      SkewAggDecisions.record(
-        window,
-        SwitchedOff("hot keys of the window not split", SkewAggConf.WINDOW_ENABLED))
+      record(SwitchedOff("hot keys of the window not split", SkewAggConf.WINDOW_ENABLED))
       None
-    } else if (window.partitionSpec.isEmpty) {
+    } else if (keys.isEmpty) {
       refuse("the window has no PARTITION BY: its one partition is not split.")
-    } else if (!window.partitionSpec.forall(k => UnsafeRowUtils.isBinaryStable(k.dataType))) {
+    } else if (!keys.forall(k => UnsafeRowUtils.isBinaryStable(k.dataType))) {
       refuse("a PARTITION BY key is a collated string: keys equal but not byte-equal would be " +
         "routed apart.")
     } else if (!input.nodes.forall(_.expressions.forall(_.deterministic)) ||
-      !window.windowExpression.forall(WindowSplitSupport.deterministicButTies)) {
+      !chain.forall(_.windowExpression.forall(WindowSplitSupport.deterministicButTies))) {
       refuse("the window's input is not deterministic, and a split reads it more than once.")
+    } else if (!chain.forall(_.orderSpec.forall(_.references.subsetOf(inputColumns)))) {
+      refuse("a window of the chain on these keys orders by a result of a window below it; the " +
+        "split routes by the input's columns.")
     } else {
-      WindowSplitSupport.functions(window.windowExpression, window.orderSpec, conf) match {
-        case Left(reason) => refuse(reason)
-        case Right(_) =>
+      chain.iterator
+        .map(w => WindowSplitSupport.functions(w.windowExpression, w.orderSpec, conf))
+        .collectFirst { case Left(reason) => reason } match {
+        case Some(reason) => refuse(reason)
+        case None =>
+          val windows = chain.map { w =>
+            val sort = w.child match {
+              case s: SortExec => Some(s.sortOrder)
+              case _ => None
+            }
+            ChainedWindow(w.windowExpression, w.orderSpec, sort)
+          }
           val split = HotKeySplitWindowExec(
-            window.windowExpression,
-            window.partitionSpec,
-            window.orderSpec,
-            window.child.asInstanceOf[SortExec].sortOrder,
+            windows,
+            keys,
             forced,
-            window.child.asInstanceOf[SortExec].child)
-          split.setLogicalLink(window.logicalLink.orNull)
-          SkewAggDecisions.record(
-            window,
-            Rewritten(skew.fold(
-              "hot keys of the window's partitions split by order if its shuffle is skewed " +
-                "when it runs (without adaptive execution its sizes are known only then)")(s =>
-              "hot keys of the window's skewed partitions split by order: " +
-                HotKeySplitWindowExec.describe(s, forced))))
+            chain.head.child.asInstanceOf[SortExec].child)
+          split.setLogicalLink(chain.last.logicalLink.orNull)
+          val what = if (chain.size == 1) "the window's" else s"a chain of ${chain.size} windows'"
+          record(Rewritten(skew.fold(
+            s"hot keys of $what partitions split by order if its shuffle is skewed when it runs " +
+              "(without adaptive execution its sizes are known only then)")(s =>
+            s"hot keys of $what skewed partitions split by order: " +
+              HotKeySplitWindowExec.describe(s, forced))))
           Some(split)
       }
     }
   }
+
+  /**
+   * `window` and the windows on the same keys below it, each over the sort Spark placed for it
+   * or directly over the one below (its rows already in an order it reads), top first.
+   */
+  private def chainFrom(window: WindowExec): Seq[WindowExec] = {
+    def sameKeys(lower: WindowExec) =
+      lower.partitionSpec.size == window.partitionSpec.size &&
+        lower.partitionSpec.zip(window.partitionSpec).forall { case (a, b) => a.semanticEquals(b) }
+    window +: (window.child match {
+      case SortExec(order, false, lower: WindowExec, _)
+          if sameKeys(lower) && sortsFor(window, order) => chainFrom(lower)
+      case lower: WindowExec if sameKeys(lower) => chainFrom(lower)
+      case _ => Nil
+    })
+  }
+
+  /** `order` is what `window` needs, its keys first. */
+  private def sortsFor(window: WindowExec, order: Seq[SortOrder]): Boolean =
+    SortOrder.orderingSatisfies(order, window.requiredChildOrdering.head) &&
+      order.take(window.partitionSpec.size) ==
+      window.requiredChildOrdering.head.take(window.partitionSpec.size)
 
   /**
    * Between a window's sort and its shuffle: the Project / Filter `nodes`, and the shuffle's
@@ -122,10 +165,7 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
    * Filter and its own shuffle: a materialized stage (adaptive) or a planned exchange (otherwise).
    */
   private def inputOf(window: WindowExec): Option[WindowInput] = window.child match {
-    case SortExec(order, false, sortInput, _)
-        if SortOrder.orderingSatisfies(order, window.requiredChildOrdering.head) &&
-          order.take(window.partitionSpec.size) ==
-          window.requiredChildOrdering.head.take(window.partitionSpec.size) =>
+    case SortExec(order, false, sortInput, _) if sortsFor(window, order) =>
       def down(plan: SparkPlan, nodes: Seq[SparkPlan]): Option[WindowInput] = plan match {
         case p @ (_: ProjectExec | _: FilterExec) => down(p.children.head, nodes :+ p)
         case s: ShuffleQueryStageExec

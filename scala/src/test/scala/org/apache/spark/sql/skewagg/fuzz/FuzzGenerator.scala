@@ -205,7 +205,9 @@ object FuzzGenerator {
    * every seed stay as they were. One window spec: without ORDER BY (whole-partition
    * aggregates), with an ORDER BY that has ties (functions whose rows do not depend on the order
    * of ties: ranks, RANGE and whole frames), or with a total order (every column after it: any
-   * function, identical rows being interchangeable). Some functions are not split.
+   * function, identical rows being interchangeable). Some functions are not split. A third of
+ * the cases add windows on the same keys with another order, whose functions do not depend on
+ * the order of ties (a chain of windows).
    */
   def window(seed: Long, index: Int): FuzzCase = {
     val r = new Random(seed * 1000003L + index + 0x77696e64L)
@@ -215,7 +217,8 @@ object FuzzGenerator {
     val rows = if (distribution == "empty") 0 else 1 + r.nextInt(1500)
     val fact = factTable(r, keyType, keys, distribution, rows, pick(r, Seq(0, 1, 4, 8, 8)))
     val partitionBy = pick(r, Seq("f.k1", "f.k1", "f.k1", "f.k1, f.k2"))
-    val order = pick(r, Seq("f.vi", "f.vi DESC", "f.vf", "f.vd DESC NULLS LAST", "f.k2, f.vs"))
+    val orders = Seq("f.vi", "f.vi DESC", "f.vf", "f.vd DESC NULLS LAST", "f.k2, f.vs")
+    val order = pick(r, orders)
     val whole = Seq(
       "sum(f.vi)",
       "count(*)",
@@ -275,12 +278,21 @@ object FuzzGenerator {
       s"$f OVER ($spec$frameSpec) AS w$i"
     }
     val where = pick(r, Seq("", "", " WHERE f.vi IS NULL OR f.vi > -500"))
-    val query = s"SELECT f.*, ${select.mkString(", ")} FROM t1 f$where"
     val windowSettings = Seq(
       "spark.skewagg.window.split.minKeyRows" -> pick(r, Seq("2", "16", "1000000")),
       "spark.skewagg.window.split.maxSplits" -> pick(r, Seq("2", "7", "256")),
       "spark.skewagg.window.split.sampleSize" -> pick(r, Seq("50", "100000")),
       "spark.skewagg.window.split.floatingPoint.enabled" -> pick(r, Seq("true", "false")))
+    // A third of the cases: windows on the same keys with another order (a chain of windows
+    // over one shuffle), drawn after everything else so that the other cases stay as they were.
+    val chained = if (r.nextInt(3) > 0) Nil
+    else {
+      val other = pick(r, orders.filterNot(_ == order))
+      Seq.fill(1 + r.nextInt(2))(pick(r, ties)).distinct.zipWithIndex.map { case (f, i) =>
+        s"$f OVER (PARTITION BY $partitionBy ORDER BY $other) AS c$i"
+      }
+    }
+    val query = s"SELECT f.*, ${(select ++ chained).mkString(", ")} FROM t1 f$where"
     FuzzCase(
       seed,
       index,

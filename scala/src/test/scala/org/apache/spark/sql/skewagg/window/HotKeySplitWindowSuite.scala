@@ -37,9 +37,11 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
   }
 
   private def windowed(select: String, extra: (String, String)*): Differential =
-    differential(
-      s => { table(s).createOrReplaceTempView("t"); s.sql(s"SELECT *, $select FROM t") },
-      conf ++ extra: _*)
+    queried(s"SELECT *, $select FROM t", extra: _*)
+
+  /** `sql` over the table as `t`. */
+  private def queried(sql: String, extra: (String, String)*): Differential =
+    differential(s => { table(s).createOrReplaceTempView("t"); s.sql(sql) }, conf ++ extra: _*)
 
   private def splits(d: Differential, adaptive: Boolean = true): Seq[HotKeySplitWindowExec] =
     nodes[HotKeySplitWindowExec](d.plan(on = true, adaptive))
@@ -293,26 +295,17 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
   }
 
   test("hints on windows: NO_SKEW_AGG leaves them to Spark, SKEW_AGG reads every partition") {
-    val forbidden = differential(
-      s => {
-        table(s).createOrReplaceTempView("t")
-        s.sql("SELECT /*+ NO_SKEW_AGG */ * FROM (SELECT *, sum(v) OVER (PARTITION BY k) AS s " +
-          "FROM t) sub")
-      },
-      conf: _*)
+    val forbidden = queried(
+      "SELECT /*+ NO_SKEW_AGG */ * FROM (SELECT *, sum(v) OVER (PARTITION BY k) AS s FROM t) sub")
     assert(splits(forbidden).isEmpty)
     assert(
       windowDecisions(forbidden).contains("left alone: hint NO_SKEW_AGG."),
       windowDecisions(forbidden))
     // No partition is skewed by these thresholds: only the hint splits the hot key.
     val even = conf :+ (SkewAggConf.SKEW_FACTOR.key -> "1000")
-    val sql = differential(
-      s => {
-        table(s).createOrReplaceTempView("t")
-        s.sql("SELECT /*+ SKEW_AGG(k) */ *, row_number() OVER (PARTITION BY k ORDER BY o) AS rn " +
-          "FROM t")
-      },
-      even: _*)
+    val sql = queried(
+      "SELECT /*+ SKEW_AGG(k) */ *, row_number() OVER (PARTITION BY k ORDER BY o) AS rn FROM t",
+      SkewAggConf.SKEW_FACTOR.key -> "1000")
     assert(splits(sql).head.decision.startsWith("hint SKEW_AGG: 32 partition(s)"), splits(sql))
     assertSplit(sql)
     val frame = differential(
@@ -374,12 +367,47 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
     assert(nodes[WindowExec](d.plan(on = true, adaptive = true)).size == 1)
   }
 
-  test("a second window on the same key above: the lower one is not split") {
+  test("a chain of windows on the same key, each with its own order: every one split") {
+    val byI = "(PARTITION BY k ORDER BY i DESC NULLS LAST)"
+    val byO = "(PARTITION BY k ORDER BY o)"
     val d = windowed(
-      "sum(v) OVER (PARTITION BY k) AS s, row_number() OVER (PARTITION BY k ORDER BY o) AS rn")
+      s"sum(v) OVER (PARTITION BY k) AS total, row_number() OVER $byO AS rn, lag(d, 2) OVER " +
+        s"$byO AS l2, rank() OVER $byI AS r, dense_rank() OVER $byI AS dr, sum(d) OVER $byI " +
+        "AS running, count(*) OVER (PARTITION BY k ORDER BY f) AS c")
+    assertSplit(d)
+    for (adaptive <- Seq(true, false)) {
+      val plan = d.plan(on = true, adaptive)
+      assert(splits(d, adaptive).head.windows.size == 4, plan)
+      assert(nodes[WindowExec](plan).isEmpty, plan)
+    }
+    // The ranges of the next windows: the decision names them.
+    assert(
+      splits(d).head.decision.contains("then by the next window's order into"),
+      splits(d).head.decision)
+    // A hot key too large for a ranking function's int is left to Spark's chain in one task.
+    val large = windowed(
+      s"row_number() OVER $byO AS rn, sum(v) OVER $byI AS s",
+      SkewAggConf.TEST_WINDOW_MAX_RANKED_ROWS.key -> "1000")
+    assert(splits(large).size == 1 && splits(large).head.metrics("splitRows").value == 0)
+  }
+
+  test("a chain on the same key: refused when a window orders by a result of one below") {
+    val d = queried(
+      "SELECT *, sum(v) OVER (PARTITION BY k ORDER BY rn) AS s FROM (SELECT *, " +
+        "row_number() OVER (PARTITION BY k ORDER BY o) AS rn FROM t)")
+    assert(splits(d).isEmpty && splits(d, adaptive = false).isEmpty)
+    assert(
+      windowDecisions(d).exists(_.contains("orders by a result of a window below it")),
+      windowDecisions(d))
+  }
+
+  test("an aggregate on the window's key above: the window is not split") {
+    val d = queried(
+      "SELECT k, max(rn) FROM (SELECT k, row_number() OVER (PARTITION BY k ORDER BY o) AS rn " +
+        "FROM t) GROUP BY k")
     assert(splits(d).isEmpty)
     assert(
       windowDecisions(d).exists(_.contains("a node above relies on")),
-      windowDecisions(d) + "\n" + d.plan(on = true, adaptive = true))
+      s"${windowDecisions(d)}\n${d.plan(on = true, adaptive = true)}")
   }
 }
