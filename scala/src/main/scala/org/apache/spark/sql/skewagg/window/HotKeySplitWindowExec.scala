@@ -37,10 +37,11 @@ import org.apache.spark.util.{CompletionIterator, MutablePair}
  * the window's shuffle (a materialized query stage, maybe read coalesced) has skewed partitions
  * and every window function can be split ([[WindowSplitSupport]]); without adaptive execution,
  * over the exchange Spark planned, whose map stage it runs first ([[WindowShuffle]]). `child` is
- * the window's input: the shuffle, or rows computed from it by Project / Filter; `windows` are
- * the chain's windows, bottom first, each with the sort Spark placed for it (its keys and order,
- * or more that a window above it needs); `forced` (the SKEW_AGG hint) reads every partition as
- * skewed.
+ * the window's input: the shuffle, or rows computed from it by Project / Filter; the chain's
+ * windows, bottom first ([[windows]]), are `windowExpressions`, `orderSpecs` and `sorts` (the
+ * sort Spark placed for each: its keys and order, or more that a window above it needs; kept
+ * as expression fields, which Spark's plan methods read and rewrite); `forced` (the SKEW_AGG
+ * hint) reads every partition as skewed.
  *
  * Execution (every decision is a function of the input, so task retries are safe):
  *  1. Partitions that are not skewed run Spark's own sort and window, as before.
@@ -72,11 +73,18 @@ import org.apache.spark.util.{CompletionIterator, MutablePair}
  * sort spill.
  */
 case class HotKeySplitWindowExec(
-    windows: Seq[ChainedWindow],
+    windowExpressions: Seq[Seq[NamedExpression]],
+    orderSpecs: Seq[Seq[SortOrder]],
+    sorts: Seq[Option[Seq[SortOrder]]],
     partitionSpec: Seq[Expression],
     forced: Boolean,
     child: SparkPlan)
     extends UnaryExecNode with SkewAggWindowExec {
+
+  /** The chain's windows, bottom first. */
+  def windows: Seq[ChainedWindow] = windowExpressions.indices.map { i =>
+    ChainedWindow(windowExpressions(i), orderSpecs(i), sorts(i))
+  }
 
   override def output: Seq[Attribute] = inputOf(windows.size)
 
@@ -452,6 +460,19 @@ case class HotKeySplitWindowExec(
 }
 
 object HotKeySplitWindowExec {
+
+  /** The split of the chain `windows` (bottom first) over `child`. */
+  def apply(
+      windows: Seq[ChainedWindow],
+      partitionSpec: Seq[Expression],
+      forced: Boolean,
+      child: SparkPlan): HotKeySplitWindowExec = HotKeySplitWindowExec(
+    windows.map(_.windowExpression),
+    windows.map(_.orderSpec),
+    windows.map(_.sort),
+    partitionSpec,
+    forced,
+    child)
 
   /** What the run found and did, with its numbers (set when it runs). */
   val Split: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.windowSplit")

@@ -380,6 +380,9 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
       assert(splits(d, adaptive).head.windows.size == 4, plan)
       assert(nodes[WindowExec](plan).isEmpty, plan)
     }
+    // Spark's plan methods read every window's expressions (references, canonical forms).
+    val references = splits(d).head.references.map(_.name).toSet
+    assert(Set("k", "o", "i", "v", "d", "f").subsetOf(references), references)
     // The ranges of the next windows: the decision names them.
     assert(
       splits(d).head.decision.contains("then by the next window's order into"),
