@@ -47,16 +47,16 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf)) return plan
-    // Each chain from its top window; a window with one on the same keys above is in its chain.
-    val chains = plan.collect { case w: WindowExec => chainFrom(w) }
-    val below = chains.flatMap(_.tail)
-    val candidates = chains.filterNot(c => below.exists(_ eq c.head))
-      .flatMap(chain => inputOf(chain.last).map(chain -> _))
+    // Each chain up to its top window; a window with one on the same keys above is in its chain.
+    val chains = plan.collect { case w: WindowExec => chainTo(w) }
+    val below = chains.flatMap(_.init)
+    val candidates = chains.filterNot(c => below.exists(_ eq c.last))
+      .flatMap(chain => inputOf(chain.head).map(chain -> _))
     candidates.foldLeft(plan) { case (current, (chain, input)) =>
-      decide(chain.reverse, input) match {
+      decide(chain, input) match {
         case None => current
         case Some(split) =>
-          val rewritten = current.transformUp { case w if w eq chain.head => split }
+          val rewritten = current.transformUp { case w if w eq chain.last => split }
           if (ValidateRequirements.validate(rewritten)) rewritten
           else {
             chain.foreach(SkewAggDecisions.record(
@@ -133,19 +133,20 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
   }
 
   /**
-   * `window` and the windows on the same keys below it, each over the sort Spark placed for it
-   * or directly over the one below (its rows already in an order it reads), top first.
+   * The windows on the same keys below `window`, each over the sort Spark placed for it or
+   * directly over the one below (its rows already in an order it reads), and `window`: bottom
+   * first.
    */
-  private def chainFrom(window: WindowExec): Seq[WindowExec] = {
+  private def chainTo(window: WindowExec): Seq[WindowExec] = {
     def sameKeys(lower: WindowExec) =
       lower.partitionSpec.size == window.partitionSpec.size &&
         lower.partitionSpec.zip(window.partitionSpec).forall { case (a, b) => a.semanticEquals(b) }
-    window +: (window.child match {
+    (window.child match {
       case SortExec(order, false, lower: WindowExec, _)
-          if sameKeys(lower) && sortsFor(window, order) => chainFrom(lower)
-      case lower: WindowExec if sameKeys(lower) => chainFrom(lower)
+          if sameKeys(lower) && sortsFor(window, order) => chainTo(lower)
+      case lower: WindowExec if sameKeys(lower) => chainTo(lower)
       case _ => Nil
-    })
+    }) :+ window
   }
 
   /** `order` is what `window` needs, its keys first. */
