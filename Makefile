@@ -92,7 +92,7 @@ test-line: setup ## one line's slice: every Scala suite (fuzz corpora at 100 cas
 demo: setup ## the main job: a skewed aggregation run with skewagg off and on
 	$(WITH_JDK17) $(PY) -m skewagg demo
 
-bench: setup ## benchmark suite (20M rows ~45 min, then holistic aggregates at 10M rows ~30 min, 2 cores): benchmarks/results/*.json, docs/benchmarks.md
+bench: setup ## benchmark suite (20M rows ~70 min with the window scenarios, then holistic aggregates at 10M rows ~30 min, 2 cores): benchmarks/results/*.json, docs/benchmarks.md
 	$(WITH_JDK17) $(PY) benchmarks/bench.py $(BENCH_ARGS)
 	$(WITH_JDK17) $(PY) benchmarks/bench.py --scenarios percentile,collect-list,high-cardinality --rows 10000000 $(BENCH_HOLISTIC_ARGS)
 

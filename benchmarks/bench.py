@@ -335,7 +335,8 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--scenarios",
                         default="join,join-default-splits,repartition,bucketed,subset-key,distinct,"
-                        "unique-key-join,three-way-join")
+                        "unique-key-join,three-way-join,window-sum,window-running-sum,"
+                        "window-row-number")
     parser.add_argument("--variants", default=",".join(VARIANT_CONF),
                         help="run only these of each scenario's variants")
     parser.add_argument("--warmups", type=int, default=1,

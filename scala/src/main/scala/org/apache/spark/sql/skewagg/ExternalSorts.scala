@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.expressions.codegen.LazilyGeneratedOrdering
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.execution.{SortExec, SortPrefixUtils, UnsafeExternalRowSorter}
 import org.apache.spark.sql.execution.metric.SQLMetric
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.unsafe.Platform
 
 /** Sorting a task's rows with Spark's external sorter, outside a SortExec node. */
@@ -24,9 +25,24 @@ object ExternalSorts {
       spillSize: SQLMetric): Iterator[InternalRow] = run(by.createSorter(), rows, spillSize)
 
   /**
+   * `rows` (of `output`) sorted by `order` as a SortExec of it sorts them: rows equal in it in the
+   * order they arrive, by a radix sort of the first key's prefix when that prefix is the whole
+   * order (one key of a fixed-width type, radix sort enabled).
+   */
+  def sortBy(
+      rows: Iterator[InternalRow],
+      order: Seq[SortOrder],
+      output: Seq[Attribute],
+      spillSize: SQLMetric): Iterator[InternalRow] = {
+    val radix = SQLConf.get.enableRadixSort && order.size == 1 &&
+      SortPrefixUtils.canSortFullyWithPrefix(BindReferences.bindReference(order.head, output))
+    run(sorter(order, output, new LazilyGeneratedOrdering(order, output), radix), rows, spillSize)
+  }
+
+  /**
    * `rows` (of `output`) sorted by `order`, and rows equal in it by their bytes: one order for
-   * the same rows however they arrive (rows of equal bytes are equal). As [[sort]] otherwise,
-   * with SortExec's prefix of the first key.
+   * the same rows however they arrive (rows of equal bytes are equal). As [[sortBy]] otherwise,
+   * with SortExec's prefix of the first key (and no radix sort: it orders by the prefix alone).
    */
   def sortTotally(
       rows: Iterator[InternalRow],
@@ -41,6 +57,15 @@ object ExternalSorts {
         else compareBytes(a.asInstanceOf[UnsafeRow], b.asInstanceOf[UnsafeRow])
       }
     }
+    run(sorter(order, output, total, radix = false), rows, spillSize)
+  }
+
+  /** Spark's external sorter of rows of `output` by `ordering`, with the prefix of `order`. */
+  private def sorter(
+      order: Seq[SortOrder],
+      output: Seq[Attribute],
+      ordering: Ordering[InternalRow],
+      radix: Boolean): UnsafeExternalRowSorter = {
     val first = BindReferences.bindReference(order.head, output)
     val prefix = SortPrefix(first)
     val prefixProjection = UnsafeProjection.create(Seq(prefix))
@@ -54,15 +79,13 @@ object ExternalSorts {
         result
       }
     }
-    val sorter = UnsafeExternalRowSorter.create(
+    UnsafeExternalRowSorter.create(
       DataTypeUtils.fromAttributes(output),
-      total,
+      ordering,
       SortPrefixUtils.getPrefixComparator(first),
       prefixComputer,
       SparkEnv.get.memoryManager.pageSizeBytes,
-      false
-    ) // (a radix sort orders by the prefix alone)
-    run(sorter, rows, spillSize)
+      radix)
   }
 
   /** A total order of byte strings (not a meaningful one): words, then lengths. */

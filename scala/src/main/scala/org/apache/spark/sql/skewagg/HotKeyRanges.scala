@@ -35,8 +35,8 @@ final case class HotKeyRange(key: UnsafeRow, firstPartition: Int, bounds: Array[
 
 /**
  * The routing, and the sample's estimates it was decided on: the largest key's rows, the rows
- * of an average hash partition and of the whole input (0 when nothing was sampled), and the
- * task slots and skew factor of the per-slot share test.
+ * of an average hash partition, of the whole input and of the keys that are not hot (0 when
+ * nothing was sampled), and the task slots and skew factor of the per-slot share test.
  */
 final case class HotKeyRanges(
     hashPartitions: Int,
@@ -45,7 +45,8 @@ final case class HotKeyRanges(
     averagePartitionRows: Double = 0,
     totalRows: Double = 0,
     slots: Int = 1,
-    factor: Double = 1.0) {
+    factor: Double = 1.0,
+    ordinaryRows: Double = 0) {
 
   /** The rows of an even share of the input per task slot. */
   def slotShareRows: Double = totalRows / math.max(slots, 1)
@@ -81,6 +82,12 @@ final case class HotKeyRanges(
         "(a key is split when it holds more than one partition's rows)"
     }
   }
+
+  /** The same routing with `partitions` hash partitions (the hot keys' splits after them). */
+  def withHashPartitions(partitions: Int): HotKeyRanges = copy(
+    hashPartitions = partitions,
+    hotKeys = hotKeys.map(hot =>
+      hot.copy(firstPartition = hot.firstPartition - hashPartitions + partitions)))
 
   /** The same hot keys, each in one split. */
   def unsplit: HotKeyRanges = copy(hotKeys = hotKeys.zipWithIndex.map { case (hot, i) =>
@@ -260,6 +267,7 @@ object HotKeyRanges {
         if (bounds.exists(_.nonEmpty)) hot += ((key, bounds))
       }
     }
+    val ordinaryRows = totalRows - hot.map(h => estimatedRows.get(h._1).doubleValue).sum
     orders.indices.map { i =>
       val partitions = if (i == 0) hashPartitions else 0
       var next = partitions
@@ -275,7 +283,8 @@ object HotKeyRanges {
         averagePartitionRows,
         totalRows,
         slots,
-        factor)
+        factor,
+        ordinaryRows)
     }
   }
 }

@@ -4,7 +4,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Ascending, AttributeReference, SortOrder}
 import org.apache.spark.sql.types.LongType
 
-/** [[HotKeyRanges.sample]]'s estimates. */
+/** [[HotKeyRanges.sample]]'s estimates, and a routing renumbered. */
 class HotKeyRangesSuite extends SkewAggSuiteBase {
 
   test("with partition weights, each sampled row stands for its partition's weight") {
@@ -31,5 +31,15 @@ class HotKeyRangesSuite extends SkewAggSuiteBase {
     // Key 0 holds 1000 of 1100 estimated rows, 3.6 average partitions; key 1 less than one.
     assert(ranges.hotKeys.map(_.key.getLong(0)) == Seq(0L))
     assert(ranges.hotKeys.head.numSplits == 4)
+    assert(ranges.ordinaryRows == 100.0)
+
+    // Fewer hash partitions: the hot key's splits follow them, with the same bounds.
+    val fewer = ranges.withHashPartitions(1)
+    assert(fewer.hashPartitions == 1 && fewer.numPartitions == 5)
+    assert(fewer.hotKeys.head.partitions == (1 until 5))
+    assert(fewer.hotKeys.head.bounds.sameElements(ranges.hotKeys.head.bounds))
+    val router = fewer.router(Seq(k), Seq(SortOrder(o, Ascending)), Seq(k, o))
+    assert(router(InternalRow(1L, 150L)) == 0)
+    assert((0 until 100).map(i => router(InternalRow(0L, i.toLong))).toSet == (1 until 5).toSet)
   }
 }

@@ -49,9 +49,10 @@ import org.apache.spark.util.{CompletionIterator, MutablePair}
  *     samples a part of their map outputs ([[SampledMapOutputs]], [[HotKeyRanges.sample]]): hot
  *     keys, and bounds of their order values. Without a hot key, they run Spark's sort and
  *     window too.
- *  3. One shuffle of the pieces: the other keys by hash to as many partitions as pieces (Spark's
- *     sort and window again), each hot key by order range to its own split partitions, so peers
- *     (equal order values) meet in one split and the splits hold the key in order.
+ *  3. One shuffle of the pieces: the other keys by hash to as many partitions as their rows fill
+ *     (the sample's estimate, in pieces; Spark's sort and window again), each hot key by order
+ *     range to its own split partitions, so peers (equal order values) meet in one split and the
+ *     splits hold the key in order.
  *  4. Each split is summarized (rows, peer groups, partial aggregates): by the map tasks of that
  *     shuffle as they route its rows ([[RoutedSummaries]]), or, when a summary reads the rows in
  *     order, by one job over the splits. The driver folds the summaries into each split's seed
@@ -194,17 +195,26 @@ case class HotKeySplitWindowExec(
       slots = 1,
       factor = 0.0, // (the partitions are skewed: skewagg's per-slot test was made on them)
       partitionWeights = Some(sampleWeights.toIndexedSeq))
-    val ranges = if (inPlace) sampled.map(_.unsplit) else sampled
+    // The other keys of the skewed partitions by hash into as many tasks as their estimated rows
+    // fill, pieces of the sample's average (at least one, at most one per piece).
+    val ordinaryTasks = math.min(
+      pieceSpecs.size,
+      math.max(1, math.ceil(sampled.head.ordinaryRows / sampled.head.averagePartitionRows).toInt))
+    val routings = sampled.head.withHashPartitions(ordinaryTasks) +: sampled.tail
+    val ranges = if (inPlace) routings.map(_.unsplit) else routings
     val tasks = if (inPlace) pieceSpecs.size else ranges.head.numSplits
+    val split = ranges.head.describe(
+      if (inPlace) "map-output piece (no order)" else "order",
+      minKeyRows,
+      SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key,
+      tasks)
+    val chained = ranges.tail.filter(_.hotKeys.nonEmpty)
+      .map(r => s", then by the next window's order into ${r.numSplits} tasks")
+    val others =
+      if (ranges.head.hotKeys.isEmpty) ""
+      else s"; the other keys of those partitions into $ordinaryTasks task(s)"
     val skewed = s"${HotKeySplitWindowExec.describe(skew, forced)}, read in ${pieceSpecs.size} " +
-      "pieces; " + ranges.head.describe(
-        if (inPlace) "map-output piece (no order)" else "order",
-        minKeyRows,
-        SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key,
-        tasks) + ranges.tail.map { r =>
-        if (r.hotKeys.isEmpty) ""
-        else s", then by the next window's order into ${r.numSplits} tasks"
-      }.mkString
+      s"pieces; $split${chained.mkString}$others"
     if (ranges.head.hotKeys.isEmpty) return finish(sparkWindow(child).execute(), skewed)
 
     longMetric("hotKeys").set(ranges.head.hotKeys.size.toLong)
@@ -293,11 +303,12 @@ case class HotKeySplitWindowExec(
       val routedRows = rows.map(row => pair.update(partitionOf(row), row)) // (no copy, as Spark)
       summarizing.fold[Iterator[Product2[Int, InternalRow]]](routedRows) {
         case (summaries, functions) =>
+          val summarizers = new functions.Summarizers
           val splits = new Array[functions.Summarizer](ranges.numSplits)
           val summarized = routedRows.map { routedRow =>
             val i = routedRow._1 - first
             if (i >= 0) {
-              if (splits(i) == null) splits(i) = new functions.Summarizer
+              if (splits(i) == null) splits(i) = summarizers.newSplit()
               splits(i).add(routedRow._2)
             }
             routedRow
@@ -365,12 +376,17 @@ case class HotKeySplitWindowExec(
 
   /** Window `level`'s rows of each split of `dependency` in the order it reads them. */
   private def inOrder(level: Int): Iterator[InternalRow] => Iterator[InternalRow] = {
-    // A split holds one key: sorted by the rest of the order (peers stay consecutive), and ties
-    // by the rows' bytes, so that the summary and the evaluation read one order.
+    // A split holds one key: sorted by the rest of the order (peers stay consecutive). When its
+    // rows are read again (a summary job reads them in order, or the next window of the chain
+    // reads their results), ties by the rows' bytes, so that every pass and every task attempt
+    // reads one order; otherwise as Spark's sort (ties as they arrive, a radix sort when it can).
     val order = sortOrders(level).drop(partitionSpec.size)
     val input = inputOf(level)
     val sortSpill = longMetric("sortSpillSize")
-    rows => if (order.isEmpty) rows else ExternalSorts.sortTotally(rows, order, input, sortSpill)
+    val readAgain = levels(level).summarizesInOrder || level < windows.size - 1
+    if (order.isEmpty) identity
+    else if (readAgain) ExternalSorts.sortTotally(_, order, input, sortSpill)
+    else ExternalSorts.sortBy(_, order, input, sortSpill)
   }
 
   /** Window `level`'s summary of each split of `ranges`. */

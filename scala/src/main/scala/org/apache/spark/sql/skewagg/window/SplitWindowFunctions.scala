@@ -116,20 +116,30 @@ final class SplitWindowFunctions(
 
   /** One split's summary from its rows, in the window's order when [[summarizesInOrder]]. */
   def summarize(rows: Iterator[InternalRow]): SplitSummary = {
-    val summary = new Summarizer
+    val summary = new Summarizers().newSplit()
     rows.foreach(summary.add)
     summary.result
   }
 
-  /** A split's summary built a row at a time (the rows are not kept, but for dense_rank). */
-  final class Summarizer {
-    private val buffer = emptyPartials()
-    private val update =
+  /**
+   * The summarizers of one task and the generated code they share, made once: a routing map task
+   * summarizes every split it routes rows to, and code made for each would cost more than the
+   * rows it reads.
+   */
+  final class Summarizers {
+    private val initial = MutableProjection.create(partials.flatMap(_.initialValues))
+    private[SplitWindowFunctions] val update =
       MutableProjection.create(partials.flatMap(_.updateExpressions), partialBuffer ++ input)
-        .target(buffer)
+    private[SplitWindowFunctions] val orderOf =
+      UnsafeProjection.create(orderSpec.map(_.child), input)
+    private[SplitWindowFunctions] val ordering = RowOrdering.create(orderSpec, input)
+
+    def newSplit(): Summarizer = new Summarizer(this, emptyPartials(initial))
+  }
+
+  /** A split's summary built a row at a time (the rows are not kept, but for dense_rank). */
+  final class Summarizer private[SplitWindowFunctions] (shared: Summarizers, buffer: InternalRow) {
     private val join = new JoinedRow(buffer, null)
-    private val orderOf = UnsafeProjection.create(orderSpec.map(_.child), input)
-    private val ordering = RowOrdering.create(orderSpec, input)
     private var count = 0L
     private var peers = 0L
     private var groupStart: InternalRow = null // the first row of the current peer group, copied
@@ -137,10 +147,10 @@ final class SplitWindowFunctions(
     private val head = if (nthFunctions.isEmpty) None else Some(new nths.Head)
 
     def add(row: InternalRow): Unit = {
-      if (partials.nonEmpty) update(join.withRight(row))
+      if (partials.nonEmpty) shared.update.target(buffer)(join.withRight(row))
       halo.foreach(_.add(row))
       head.foreach(_.add(row))
-      if (needsPeers && (groupStart == null || ordering.compare(groupStart, row) != 0)) {
+      if (needsPeers && (groupStart == null || shared.ordering.compare(groupStart, row) != 0)) {
         peers += 1
         groupStart = row.copy()
       }
@@ -151,7 +161,7 @@ final class SplitWindowFunctions(
     def result: SplitSummary = SplitSummary(
       count,
       peers,
-      Option(groupStart).map(orderOf(_).copy()),
+      Option(groupStart).map(shared.orderOf(_).copy()),
       buffer.copy(),
       halo.fold(Seq.empty[IndexedSeq[UnsafeRow]])(_.result),
       head.fold(Seq.empty[(Long, IndexedSeq[UnsafeRow])])(_.result))
@@ -169,10 +179,12 @@ final class SplitWindowFunctions(
     SplitSummary(parts.map(_.rows).sum, 0L, None, merged.copy(), Nil, Nil)
   }
 
-  /** The partial buffers' initial values. */
-  private def emptyPartials(): SpecificInternalRow = {
+  /** The partial buffers' initial values (from `initial`, their projection). */
+  private def emptyPartials(
+      initial: MutableProjection = MutableProjection.create(partials.flatMap(_.initialValues)))
+      : SpecificInternalRow = {
     val buffer = new SpecificInternalRow(partialBuffer.map(_.dataType))
-    MutableProjection.create(partials.flatMap(_.initialValues)).target(buffer)(InternalRow.empty)
+    initial.target(buffer)(InternalRow.empty)
     buffer
   }
 

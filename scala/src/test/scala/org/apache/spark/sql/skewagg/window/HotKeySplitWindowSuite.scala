@@ -58,6 +58,9 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
       split.head.decision.matches(
         ".*1 hot key split by (order|map-output piece \\(no order\\)) into \\d+ tasks.*"),
       split.head.decision)
+    assert(
+      split.head.decision.matches(".*; the other keys of those partitions into \\d+ task\\(s\\)"),
+      split.head.decision)
     assert(split.head.metrics("splits").value >= 2)
   }
 
@@ -176,6 +179,27 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
         assert(Option(row.getAs[Any]("at700")) == at700, row)
       }
     }
+  }
+
+  test("ties in arrival order when no pass reads a split again: rows numbered 1 to n") {
+    // row_number, rank and a ROWS count alone: summarized as the rows are routed, and each split
+    // sorted as Spark sorts (its ties in no set order); each still numbers its rows after the
+    // rows of the splits before it.
+    val w = "(PARTITION BY k ORDER BY i)"
+    val (rows, plan) = splitRun(
+      s"*, row_number() OVER $w AS rn, rank() OVER $w AS r, count(*) OVER (PARTITION BY k " +
+        "ORDER BY i ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS c")
+    val split = nodes[HotKeySplitWindowExec](plan)
+    assert(
+      split.size == 1 && split.head.metrics("splits").value >= 2,
+      SkewAggExplain.explain(plan))
+    val hot = rows.filter(_.getAs[Long]("k") == 0).sortBy(_.getAs[Int]("rn")).toIndexedSeq
+    assert(hot.map(_.getAs[Int]("rn")) == (1 to hot.size))
+    assert(hot.forall(row => row.getAs[Long]("c") == row.getAs[Int]("rn")))
+    // In row-number order i never decreases (nulls first), and a rank is its peers' first row.
+    val i = hot.map(row => Option(row.getAs[Any]("i")).map(_.asInstanceOf[Int]))
+    assert(i == i.sorted)
+    hot.indices.foreach(r => assert(hot(r).getAs[Int]("r") == i.indexOf(i(r)) + 1, hot(r)))
   }
 
   test("without an order: first and last values are one row's, the same on every row") {
