@@ -11,15 +11,15 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression,
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{
-  CoalescedPartitionSpec, ShuffledRowRDD, SortExec, SparkPlan, SQLExecution, UnaryExecNode,
-  UnsafeRowSerializer
+  CoalescedPartitionSpec, ShuffledRowRDD, SortExec, SparkPlan, SQLExecution, UnaryExecNode
 }
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.metric.{
   SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter
 }
 import org.apache.spark.sql.skewagg.{
-  ExternalSorts, HotKeyRanges, SkewAggAggregateExec, SkewAggConf, SplitRanks, TaskSlots
+  BufferedUnsafeRowSerializer, ExternalSorts, HotKeyRanges, SkewAggAggregateExec, SkewAggConf,
+  SplitRanks, TaskSlots
 }
 
 /**
@@ -165,7 +165,7 @@ case class HotKeySplitAggregateExec(
     new ShuffleDependency[Int, InternalRow, InternalRow](
       withPartitionIds,
       new org.apache.spark.PartitionIdPassthrough(ranges.numPartitions),
-      new UnsafeRowSerializer(inputAttributes.size, longMetric("dataSize")),
+      new BufferedUnsafeRowSerializer(inputAttributes.size, longMetric("dataSize")),
       shuffleWriterProcessor = ShuffleExchangeExec.createShuffleWriteProcessor(writeMetrics))
   }
 

@@ -12,7 +12,7 @@ import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{
   CoalescedPartitionSpec, ShufflePartitionSpec, ShuffledRowRDD, SortExec, SparkPlan, SQLExecution,
-  UnaryExecNode, UnsafeRowSerializer
+  UnaryExecNode
 }
 import org.apache.spark.sql.execution.adaptive.ShufflePartitionsUtil
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
@@ -22,8 +22,8 @@ import org.apache.spark.sql.execution.metric.{
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  ExternalSorts, HotKeyRanges, SkewAggConf, SkewAggHints, SkewAggLocalStageExec, SkewAggWindowExec,
-  SkewedPartitions
+  BufferedUnsafeRowSerializer, ExternalSorts, HotKeyRanges, SkewAggConf, SkewAggHints,
+  SkewAggLocalStageExec, SkewAggWindowExec, SkewedPartitions
 }
 import org.apache.spark.sql.types.MapType
 import org.apache.spark.util.{CompletionIterator, MutablePair}
@@ -323,7 +323,7 @@ case class HotKeySplitWindowExec(
     new ShuffleDependency[Int, InternalRow, InternalRow](
       withPartitionIds,
       new org.apache.spark.PartitionIdPassthrough(ranges.numPartitions),
-      new UnsafeRowSerializer(inputAttributes.size, longMetric("dataSize")),
+      new BufferedUnsafeRowSerializer(inputAttributes.size, longMetric("dataSize")),
       shuffleWriterProcessor = ShuffleExchangeExec.createShuffleWriteProcessor(writeMetrics))
   }
 

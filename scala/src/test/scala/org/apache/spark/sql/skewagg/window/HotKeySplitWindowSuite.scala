@@ -245,6 +245,20 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
     assert(split.size == 1 && split.head.metrics("hotKeys").value >= 2, split.head.decision)
   }
 
+  test("the routing shuffle through Spark's serialized writer, which moves rows' bytes") {
+    // (A shuffle of more partitions than the bypass threshold is written by the sort writer of
+    // serialized records; the threshold is read as each shuffle is registered.)
+    val sparkConf = spark.sparkContext.conf
+    val key = "spark.shuffle.sort.bypassMergeThreshold"
+    val saved = sparkConf.getOption(key)
+    sparkConf.set(key, "0")
+    try {
+      assertSplit(windowed(
+        "sum(v) OVER (PARTITION BY k ORDER BY i) AS s, rank() OVER (PARTITION BY k ORDER BY i) " +
+          "AS r, lag(f, 2) OVER (PARTITION BY k ORDER BY o) AS lg"))
+    } finally saved.fold(sparkConf.remove(key))(sparkConf.set(key, _))
+  }
+
   test("a window's shuffle reused (one side of a union of the same window twice)") {
     val d = differential(
       s => {
