@@ -13,13 +13,12 @@ import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{
   CoalescedPartitionSpec, ShuffledRowRDD, SortExec, SparkPlan, SQLExecution, UnaryExecNode
 }
-import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.metric.{
   SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter
 }
 import org.apache.spark.sql.skewagg.{
-  BufferedUnsafeRowSerializer, ExternalSorts, HotKeyRanges, SkewAggAggregateExec, SkewAggConf,
-  SplitRanks, TaskSlots
+  ExternalSorts, HotKeyRanges, RoutingShuffle, SkewAggAggregateExec, SkewAggConf, SplitRanks,
+  TaskSlots
 }
 
 /**
@@ -156,17 +155,17 @@ case class HotKeySplitAggregateExec(
     val order = Seq(SortOrder(sortValue, Ascending))
     val inputAttributes = child.output
     val withPartitionIds = input.mapPartitionsWithIndexInternal { (_, rows) =>
-      val partitionOf = ranges.router(keys, order, inputAttributes)
-      val pair = new org.apache.spark.util.MutablePair[Int, InternalRow]()
-      // Rows are written as they come, unless there are more than 16M partitions (never here):
-      // as ShuffleExchangeExec, no copy.
-      rows.map(row => pair.update(partitionOf(row), row))
+      RoutingShuffle.routed(
+        rows,
+        ranges.router(keys, order, inputAttributes),
+        ranges.numPartitions)
     }
-    new ShuffleDependency[Int, InternalRow, InternalRow](
+    RoutingShuffle.dependency(
       withPartitionIds,
-      new org.apache.spark.PartitionIdPassthrough(ranges.numPartitions),
-      new BufferedUnsafeRowSerializer(inputAttributes.size, longMetric("dataSize")),
-      shuffleWriterProcessor = ShuffleExchangeExec.createShuffleWriteProcessor(writeMetrics))
+      ranges.numPartitions,
+      inputAttributes.size,
+      longMetric("dataSize"),
+      writeMetrics)
   }
 
   /** Ordinary keys: sorted by (keys, value), then one key at a time, as SingleKeyAggregate. */

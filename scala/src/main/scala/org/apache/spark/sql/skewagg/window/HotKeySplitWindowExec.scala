@@ -15,18 +15,17 @@ import org.apache.spark.sql.execution.{
   UnaryExecNode
 }
 import org.apache.spark.sql.execution.adaptive.ShufflePartitionsUtil
-import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.execution.metric.{
   SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter
 }
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  BufferedUnsafeRowSerializer, ExternalSorts, HotKeyRanges, SkewAggConf, SkewAggHints,
-  SkewAggLocalStageExec, SkewAggWindowExec, SkewedPartitions
+  ExternalSorts, HotKeyRanges, RoutingShuffle, SkewAggConf, SkewAggHints, SkewAggLocalStageExec,
+  SkewAggWindowExec, SkewedPartitions
 }
 import org.apache.spark.sql.types.MapType
-import org.apache.spark.util.{CompletionIterator, MutablePair}
+import org.apache.spark.util.CompletionIterator
 
 /**
  * Spark's window (`WindowExec` over its sort), or a chain of windows on the same keys, whose hot
@@ -298,9 +297,10 @@ case class HotKeySplitWindowExec(
     val summarizing = routed.map((_, levels(level)))
     val first = ranges.hashPartitions
     val withPartitionIds = input.mapPartitionsWithIndexInternal { (mapTask, rows) =>
-      val partitionOf = ranges.router(keys, order, inputAttributes)
-      val pair = new MutablePair[Int, InternalRow]()
-      val routedRows = rows.map(row => pair.update(partitionOf(row), row)) // (no copy, as Spark)
+      val routedRows = RoutingShuffle.routed(
+        rows,
+        ranges.router(keys, order, inputAttributes),
+        ranges.numPartitions)
       summarizing.fold[Iterator[Product2[Int, InternalRow]]](routedRows) {
         case (summaries, functions) =>
           val summarizers = new functions.Summarizers
@@ -320,11 +320,12 @@ case class HotKeySplitWindowExec(
                 i -> splits(i).result).toMap))
       }
     }
-    new ShuffleDependency[Int, InternalRow, InternalRow](
+    RoutingShuffle.dependency(
       withPartitionIds,
-      new org.apache.spark.PartitionIdPassthrough(ranges.numPartitions),
-      new BufferedUnsafeRowSerializer(inputAttributes.size, longMetric("dataSize")),
-      shuffleWriterProcessor = ShuffleExchangeExec.createShuffleWriteProcessor(writeMetrics))
+      ranges.numPartitions,
+      inputAttributes.size,
+      longMetric("dataSize"),
+      writeMetrics)
   }
 
   /**
