@@ -14,9 +14,11 @@ SBT_PROJECT := spark$(subst .,,$(SPARK_LINE))
 # Recipes that start a JVM outside sbt run under a JDK 17 (build/require-jdk17 finds or installs one).
 WITH_JDK17 = JAVA_HOME="$$(build/require-jdk17)" && export JAVA_HOME && export PATH="$$JAVA_HOME/bin:$$PATH" &&
 # What `make test` runs on each line other than SPARK_LINE: every Scala suite (the fuzz slice
-# and the kill switch's fuzz corpus at 100 cases each), and the Python tests of configure(),
-# spark-submit --jars, local-cluster executors, the rules' differential runs and explanations.
+# and the kill switch's fuzz corpus at 100 cases each, the optimizer-built windows' at 20), and
+# the Python tests of configure(), spark-submit --jars, local-cluster executors, the rules'
+# differential runs and explanations.
 LINE_FUZZ_CASES := 100
+LINE_OPTIMIZER_WINDOW_CASES := 20
 LINE_PYTHON_TESTS := tests/test_configure.py tests/test_spark_submit.py tests/test_jars.py \
   tests/test_session.py tests/test_join_skew_split.py tests/test_repartition_rule.py \
   tests/test_single_key.py tests/test_hints.py tests/test_explain.py tests/test_bridge.py
@@ -86,7 +88,7 @@ test-lines: ## the slice of tests each line other than SPARK_LINE runs
 test-line: setup ## one line's slice: every Scala suite (fuzz corpora at 100 cases) and the Python tests above
 	@echo "== Spark $(SPARK_LINE): slice started $$(date -u +%H:%M:%S) UTC"
 	SKEWAGG_FUZZ_CASES=$(LINE_FUZZ_CASES) SKEWAGG_KILLSWITCH_CASES=$(LINE_FUZZ_CASES) \
-	  build/sbt $(SBT_PROJECT)/test
+	  SKEWAGG_FUZZ_OPTIMIZER_WINDOW_CASES=$(LINE_OPTIMIZER_WINDOW_CASES) build/sbt $(SBT_PROJECT)/test
 	$(WITH_JDK17) $(PY) -m pytest $(LINE_PYTHON_TESTS)
 
 demo: setup ## the main job: a skewed aggregation run with skewagg off and on
@@ -98,8 +100,9 @@ bench: setup ## benchmark suite (20M rows ~70 min with the window scenarios, the
 
 SEED ?= 1
 CASES ?= 500
-fuzz: ## randomized differential cases, skewagg off vs on (SEED=1 CASES=500); prints a repro per failure
-	build/sbt "$(SBT_PROJECT)/Test/runMain org.apache.spark.sql.skewagg.fuzz.FuzzRunner --seed $(SEED) --cases $(CASES)"
+KIND ?= aggregate
+fuzz: ## randomized differential cases, skewagg off vs on (SEED=1 CASES=500 KIND=aggregate|window|optimizer-window); a repro per failure
+	build/sbt "$(SBT_PROJECT)/Test/runMain org.apache.spark.sql.skewagg.fuzz.FuzzRunner --seed $(SEED) --cases $(CASES) --kind $(KIND)"
 
 docs: setup ## regenerate docs/configs.md, and docs/*.md from docs/src (examples run on small data, PNGs)
 	build/sbt "$(SBT_PROJECT)/Test/runMain org.apache.spark.sql.skewagg.GenerateConfigDocs"

@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg.singlekey
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{
-  AttributeSet, Expression, NamedExpression, RowOrdering, VirtualColumn
+  Attribute, AttributeSet, Expression, Literal, NamedExpression, RowOrdering, VirtualColumn
 }
 import org.apache.spark.sql.catalyst.expressions.aggregate._
 import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
@@ -103,6 +103,10 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
           values.size != holistic.size || // a holistic function it cannot compute
           sortValue.exists(v => values.exists(!_.semanticEquals(v))) ||
           aggregates.exists(_.isDistinct) ||
+          // The sort evaluates the value on every row; Spark only on the rows a FILTER keeps, so
+          // a value that can fail on the others (an ANSI cast, a division) would fail the query.
+          (sortValue.exists(v => !v.isInstanceOf[Attribute] && !v.isInstanceOf[Literal]) &&
+            aggregates.exists(a => a.filter.isDefined && isHolistic(a.aggregateFunction))) ||
           aggregates.exists(a => !a.deterministic) ||
           functions.exists {
             case _: DeclarativeAggregate | _: ImperativeAggregate => false

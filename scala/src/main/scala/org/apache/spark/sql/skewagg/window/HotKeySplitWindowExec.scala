@@ -24,7 +24,6 @@ import org.apache.spark.sql.skewagg.{
   ExternalSorts, HotKeyRanges, RoutingShuffle, SkewAggConf, SkewAggHints, SkewAggLocalStageExec,
   SkewAggWindowExec, SkewedPartitions
 }
-import org.apache.spark.sql.types.MapType
 import org.apache.spark.util.CompletionIterator
 
 /**
@@ -127,15 +126,22 @@ case class HotKeySplitWindowExec(
     s"HotKeySplitWindow ${chain.mkString(" then ")}, hotKeys=splitByOrder"
   }
 
-  /** Each window's split functions, bound to its input. */
-  @transient private lazy val levels: IndexedSeq[SplitWindowFunctions] =
-    windows.indices.map { i =>
+  /**
+   * Each window's split functions, bound to its input; or why one is not split with the settings
+   * the query runs with (planned with others: a DataFrame run again after `spark.conf.set`).
+   */
+  @transient private lazy val splitFunctions: Either[String, IndexedSeq[SplitWindowFunctions]] = {
+    val split = windows.indices.map { i =>
       val w = windows(i)
-      val functions = WindowSplitSupport.functions(w.windowExpression, w.orderSpec, conf).fold(
-        reason => throw new IllegalStateException(s"HotKeySplitWindow planned for $reason"),
-        identity)
-      new SplitWindowFunctions(functions, w.windowExpression, w.orderSpec, inputOf(i))
+      WindowSplitSupport.functions(w.windowExpression, w.orderSpec, windows.size > 1, conf)
+        .map(new SplitWindowFunctions(_, w.windowExpression, w.orderSpec, inputOf(i)))
     }
+    split.collectFirst { case Left(reason) => reason }.toLeft(split.collect { case Right(f) => f })
+  }
+
+  /** [[splitFunctions]], read once [[doExecute]] has found them. */
+  @transient private lazy val levels: IndexedSeq[SplitWindowFunctions] =
+    splitFunctions.getOrElse(IndexedSeq.empty)
 
   /** The window's shuffle below its input. */
   @transient private lazy val shuffle = WindowShuffle.below(child)
@@ -149,6 +155,9 @@ case class HotKeySplitWindowExec(
     ChainedWindow.sparkPlan(windows, partitionSpec, input)
 
   override protected def doExecute(): RDD[InternalRow] = {
+    splitFunctions.left.foreach { reason =>
+      return finish(sparkWindow(child).execute(), s"Spark's window: $reason")
+    }
     val stats = shuffle.statistics.getOrElse {
       return finish(sparkWindow(child).execute(), "the window's shuffle has no map task")
     }
@@ -239,13 +248,14 @@ case class HotKeySplitWindowExec(
   }
 
   /**
-   * Without an order every frame is a key's whole partition: a hot key's rows stay in their
-   * pieces (one summary per key, made as the map tasks route the other keys), which are read
-   * again to give each row its key's values. (nth_value's summary reads a whole split; a chain
-   * routes its rows to the next window.)
+   * One window without an order whose every frame is a key's whole partition: a hot key's rows
+   * stay in their pieces (one summary per key, made as the map tasks route the other keys),
+   * which are read again to give each row its key's values, in map order as Spark reads them.
+   * (Without an order, running frames and nth_value are refused at planning; a chain routes its
+   * rows to the next window.)
    */
   private def inPlace: Boolean =
-    windows.size == 1 && windows.head.orderSpec.isEmpty && !levels.head.summarizesInOrder
+    windows.size == 1 && windows.head.orderSpec.isEmpty && levels.exists(_.wholeValuesOnly)
 
   /**
    * Where window `i`'s summaries are made: by the routing map tasks as they route the rows, when
@@ -271,12 +281,13 @@ case class HotKeySplitWindowExec(
   /**
    * What the hot keys' rows are split by for window `i`: its order (of the child's columns), or
    * without one (every function then reads the whole partition, in no order) a hash of the
-   * child's columns.
+   * child's columns that Spark can hash (not maps or variants: Spark refuses to hash them).
    */
   private def routingOrder(i: Int): Seq[SortOrder] =
     if (windows(i).orderSpec.nonEmpty) windows(i).orderSpec
     else {
-      val hashable = child.output.filterNot(_.dataType.existsRecursively(_.isInstanceOf[MapType]))
+      val hashable =
+        child.output.filter(a => new Murmur3Hash(Seq(a)).checkInputDataTypes().isSuccess)
       Seq(SortOrder(new Murmur3Hash(hashable), Ascending))
     }
 

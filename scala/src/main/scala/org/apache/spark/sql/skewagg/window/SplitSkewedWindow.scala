@@ -104,7 +104,8 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
         "split routes by the input's columns.")
     } else {
       chain.iterator
-        .map(w => WindowSplitSupport.functions(w.windowExpression, w.orderSpec, conf))
+        .map(w =>
+          WindowSplitSupport.functions(w.windowExpression, w.orderSpec, chain.size > 1, conf))
         .collectFirst { case Left(reason) => reason } match {
         case Some(reason) => refuse(reason)
         case None =>

@@ -109,6 +109,13 @@ final class SplitWindowFunctions(
         case _ => false
       })
 
+  /**
+   * Whether every function reads its key's whole partition and no summary reads rows in order:
+   * then a key's values are its summaries merged in any order, and every row of the key gets
+   * them ([[withWholeValues]]).
+   */
+  val wholeValuesOnly: Boolean = running.isEmpty && offsets.isEmpty && !summarizesInOrder
+
   private def ranking(f: DeclarativeAggregate): Boolean = f match {
     case _: RowNumberLike | _: RankLike => true
     case _ => false
@@ -329,11 +336,10 @@ final class SplitWindowFunctions(
   }
 
   /**
-   * With no order (every frame is the key's whole partition): a row's output from its key's
-   * values ([[seeds]]), built once per task.
+   * When [[wholeValuesOnly]]: a row's output from its key's values ([[seeds]]), built once per
+   * task.
    */
   def withWholeValues(): (InternalRow, InternalRow) => InternalRow = {
-    require(running.isEmpty && offsets.isEmpty, "every frame is the whole partition")
     val output = resultProjection() // (results in `whole`'s order, as the key's values)
     val withValues = new JoinedRow()
     (row, keyValues) => output(withValues(row, keyValues))

@@ -73,27 +73,61 @@ final case class SplitOffset(expression: WindowExpression, function: FrameLessOf
  *    the earlier ranges' first inputs ([[SplitNthValues]]);
  *  - lag, and lead without IGNORE NULLS, by at most [[MaxOffset]] rows: the seed is the inputs
  *    of the last (lag) or first (lead) rows of the ranges before or after ([[SplitOffsets]]).
- * Everything else (sliding and shrinking frames, lead IGNORE NULLS, DISTINCT or FILTER
- * aggregates, imperative aggregates) is refused.
+ * Without ORDER BY only what reads no order of the rows is split (`unordered`). Everything else
+ * (sliding and shrinking frames, lead IGNORE NULLS, DISTINCT or FILTER aggregates, imperative
+ * aggregates) is refused.
  */
 object WindowSplitSupport {
 
-  /** The split functions of a window, or why it cannot be split. */
+  /**
+   * The split functions of a window (`chained`: one of a chain of windows on the same keys), or
+   * why it cannot be split.
+   */
   def functions(
       windowExpression: Seq[NamedExpression],
       orderSpec: Seq[SortOrder],
+      chained: Boolean,
       conf: SQLConf): Either[String, Seq[SplitWindowFunction]] = {
     val expressions = windowExpression.flatMap(_.collect { case w: WindowExpression => w }).distinct
-    val split = expressions.map(w => function(w, orderSpec.nonEmpty, conf))
+    val split = expressions.map(w => function(w, orderSpec.nonEmpty, chained, conf))
     split.collectFirst { case Left(reason) => reason }.toLeft(split.collect { case Right(f) => f })
   }
 
   private def function(
       w: WindowExpression,
       ordered: Boolean,
+      chained: Boolean,
       conf: SQLConf): Either[String, SplitWindowFunction] = w.windowFunction match {
+    case o: FrameLessOffsetWindowFunction if !ordered =>
+      Left(s"${w.windowFunction.sql} is not split: ${o.prettyName} without ORDER BY is not.")
     case o: FrameLessOffsetWindowFunction => offset(w, o)
-    case _ => aggregateOrRank(w, ordered, conf)
+    case _ => aggregateOrRank(w, ordered, conf).flatMap {
+        case f: SplitFunction if !ordered => unordered(f, chained)
+        case f => Right(f)
+      }
+  }
+
+  /**
+   * `f` in a window without ORDER BY. Spark reads such a window's rows in the order they arrive,
+   * and its decorrelation of `ORDER BY ... LIMIT` under a projection relies on that order (a
+   * sort below the window's shuffle, `row_number()` without ORDER BY above it). Split are the
+   * whole-partition aggregates that read no order, and first and last values of a window alone
+   * (`chained` false): its hot key's rows stay in their map-output pieces, whose summaries merge
+   * in map order, the order Spark's task reads them in. Refused: running frames (row_number,
+   * ntile, running aggregates), nth_value, and first and last values in a chain (its rows are
+   * routed by a hash of their columns).
+   */
+  private def unordered(f: SplitFunction, chained: Boolean): Either[String, SplitWindowFunction] = {
+    val readsOrder = f.frame != SplitFrame.Whole || (f.function match {
+      case _: NthValue => true
+      case _: First | _: Last => chained
+      case _ => false
+    })
+    if (!readsOrder) Right(f)
+    else Left(s"${f.expression.windowFunction.sql} is not split: without ORDER BY" +
+      (if (chained) " in a chain of windows" else "") + " it reads the rows in the order they " +
+      "arrive (an order Spark's decorrelation of ORDER BY ... LIMIT relies on), which a split " +
+      "does not keep.")
   }
 
   private def offset(

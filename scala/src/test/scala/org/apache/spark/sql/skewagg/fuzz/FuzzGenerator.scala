@@ -304,6 +304,121 @@ object FuzzGenerator {
   }
 
   /**
+   * A query whose windows the optimizer builds (issue 41), its own random stream: a LATERAL,
+   * EXISTS, IN or scalar subquery with a LIMIT (with or without ORDER BY, with OFFSET), which
+   * Spark decorrelates into a `row_number()` over the correlated columns (without ORDER BY, a
+   * running frame no user can write) under a filter, joined back; a window group limit (`rank()
+   * ... <= n`, Spark's WindowGroupLimit) or a filter on a window's result; an aggregate's running
+   * ROWS frame without ORDER BY. `t1` is the fact table (hot key 0), `t2` the outer rows. Every
+   * query has one result whatever order Spark reads rows in: a LIMIT without a total ORDER BY
+   * selects only what the correlation fixes (a constant, or is counted), one with a total order
+   * (every column) anything. The window thresholds are low, so that hot keys of 2 rows split.
+   */
+  def optimizerWindow(seed: Long, index: Int): FuzzCase = {
+    val r = new Random(seed * 1000003L + index + 0x6c696d6974L)
+    val keyType = pick(r, KeyTypes)
+    val keys = pick(r, Seq(1, 3, 20, 200))
+    val distribution = pick(r, Seq("skewed", "skewed", "skewed", "uniform", "empty", "single"))
+    val rows = if (distribution == "empty") 0 else 1 + r.nextInt(1500)
+    val fact = factTable(r, keyType, keys, distribution, rows, pick(r, Seq(0, 1, 4, 8, 8)))
+    val dim = dimTable(r, keyType, keys)
+    val total = "x.vi, x.vl, x.vd, x.vn, x.vf, x.vs, x.k1, x.k2"
+    val correlation = pick(
+      r,
+      Seq(
+        "x.k1 = d.k1",
+        "x.k1 = d.k1",
+        "x.k1 = d.k1 AND x.k2 <= d.attr",
+        "x.k1 <=> d.k1",
+        "x.k2 < d.attr",
+        "x.k2 = d.attr AND x.vi > -500"))
+    val n = pick(r, Seq(1, 1, 2, 5, 100))
+    val offset = if (r.nextInt(4) == 0) s" OFFSET ${pick(r, Seq(1, 3))}" else ""
+    val limit = s"LIMIT $n$offset"
+    val order = pick(r, Seq(total, s"x.vs DESC, $total", s"x.vf, $total"))
+    val ordered = s"ORDER BY $order $limit"
+    val query = pick(
+      r,
+      Seq(
+        "exists",
+        "in",
+        "scalar",
+        "lateral",
+        "lateral",
+        "counted",
+        "groupLimit",
+        "qualify",
+        "unordered")) match {
+      case "exists" =>
+        val not = if (r.nextInt(3) == 0) "NOT " else ""
+        val order = if (r.nextBoolean()) ordered else limit
+        s"SELECT d.* FROM t2 d WHERE ${not}EXISTS (SELECT x.vi FROM t1 x WHERE $correlation " +
+          s"$order)"
+      case "in" =>
+        val not = if (r.nextInt(3) == 0) "NOT " else ""
+        s"SELECT d.* FROM t2 d WHERE d.attr ${not}IN (SELECT x.k2 FROM t1 x WHERE " +
+          s"$correlation $ordered)"
+      case "scalar" =>
+        val column = pick(r, Seq("x.vi", "x.vs", "x.vd", "x.vf"))
+        s"SELECT d.k1, d.attr, (SELECT $column FROM t1 x WHERE $correlation ORDER BY $order " +
+          s"LIMIT 1$offset) AS s FROM t2 d"
+      case "lateral" =>
+        val join = pick(r, Seq("JOIN LATERAL", ", LATERAL", "LEFT JOIN LATERAL"))
+        val on = if (join.startsWith("LEFT")) " ON true" else ""
+        s"SELECT d.k1, d.attr, l.* FROM t2 d $join (SELECT x.vi, x.vs, x.vf FROM t1 x " +
+          s"WHERE $correlation $ordered) l$on"
+      case "counted" =>
+        // No ORDER BY: which rows the LIMIT keeps is not fixed, how many it keeps is.
+        s"SELECT d.k1, d.attr, count(l.one) AS n FROM t2 d JOIN LATERAL (SELECT 1 AS one " +
+          s"FROM t1 x WHERE $correlation $limit) l GROUP BY d.k1, d.attr"
+      case "groupLimit" =>
+        val (function, order) = pick(
+          r,
+          Seq(
+            "rank()" -> "x.vi",
+            "dense_rank()" -> "x.vs DESC",
+            "row_number()" -> total,
+            "rank()" -> s"x.vf, $total"))
+        val partitionBy = pick(r, Seq("x.k1", "x.k1", "x.k1, x.k2"))
+        val keep = pick(r, Seq(s"r <= $n", s"r < ${n + 1}", "r = 1"))
+        s"SELECT * FROM (SELECT x.*, $function OVER (PARTITION BY $partitionBy ORDER BY " +
+          s"$order) AS r FROM t1 x) WHERE $keep"
+      case "qualify" =>
+        val (function, compared) = pick(
+          r,
+          Seq(
+            "max(x.vi)" -> "vi",
+            "min(x.vd)" -> "vd",
+            "count(*)" -> "k2 + 1",
+            "sum(x.vl)" -> "vl"))
+        s"SELECT * FROM (SELECT x.*, $function OVER (PARTITION BY x.k1) AS w FROM t1 x) " +
+          s"WHERE $compared >= w"
+      case _ =>
+        // Each key's running count from 1 to its rows, in an order Spark does not fix.
+        val frame = pick(r, Seq("ROWS", "RANGE"))
+        s"SELECT count(*) AS c, sum(s) AS total, count(CASE WHEN s <= $n THEN 1 END) AS low " +
+          s"FROM (SELECT x.k1, count(*) OVER (PARTITION BY x.k1 $frame BETWEEN UNBOUNDED " +
+          "PRECEDING AND CURRENT ROW) AS s FROM t1 x)"
+    }
+    val windowSettings = Seq(
+      "spark.sql.optimizer.excludedRules" ->
+        "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation",
+      "spark.sql.join.preferSortMergeJoin" -> pick(r, Seq("true", "false")),
+      "spark.skewagg.window.split.minKeyRows" -> pick(r, Seq("1", "2", "16")),
+      "spark.skewagg.window.split.maxSplits" -> pick(r, Seq("2", "4", "7")),
+      "spark.skewagg.window.split.sampleFraction" -> "1.0",
+      "spark.skewagg.window.split.sampleSize" -> pick(r, Seq("50", "100000")))
+    FuzzCase(
+      seed,
+      index,
+      Seq(fact, dim),
+      query,
+      settings(r) ++ windowSettings,
+      Seq("DROP VIEW IF EXISTS t1", "DROP VIEW IF EXISTS t2"),
+      "optimizer-window")
+  }
+
+  /**
    * A query whose aggregate over a join is correlated with an outer row: a LATERAL subquery or
    * a scalar subquery, which Spark decorrelates into an aggregate over a join grouped by the
    * outer columns (or by a literal, or over a domain join), the shapes of issue 23.

@@ -150,20 +150,32 @@ object FuzzRunner {
     root.getOrElse(e.getClass.getName)
   }
 
+  /** The generators `make fuzz` runs, by `--kind`. */
+  val Kinds: Map[String, (Long, Int) => FuzzCase] = Map(
+    "aggregate" -> FuzzGenerator.generate,
+    "window" -> FuzzGenerator.window,
+    "optimizer-window" -> FuzzGenerator.optimizerWindow)
+
   /**
-   * `make fuzz`: `--seed S --cases N [--from I]`. Prints a reproduction of each failing case and
-   * a summary; exits 1 if any case failed.
+   * `make fuzz`: `--seed S --cases N [--from I] [--kind K]` ([[Kinds]], default aggregate).
+   * Prints a reproduction of each failing case and a summary; exits 1 if any case failed.
    */
   def main(args: Array[String]): Unit = {
     val options = args.grouped(2).collect { case Array(k, v) => k.stripPrefix("--") -> v }.toMap
     val seed = options.getOrElse("seed", "1").toLong
     val cases = options.getOrElse("cases", "200").toInt
     val from = options.getOrElse("from", "0").toInt
+    val kind = options.getOrElse("kind", "aggregate")
+    val generate = Kinds.getOrElse(
+      kind,
+      throw new IllegalArgumentException(
+        s"--kind $kind is not a fuzz generator; use one of " +
+          Kinds.keys.toSeq.sorted.mkString(", ")))
     val spark = SharedSkewAggSession.spark
     spark.sparkContext.setLogLevel("OFF") // expected failures (ANSI overflow) log stack traces
     val started = System.nanoTime()
     val outcomes = (from until from + cases).map { i =>
-      val outcome = run(spark, FuzzGenerator.generate(seed, i))
+      val outcome = run(spark, generate(seed, i))
       outcome.failure.foreach { f =>
         println(s"\nFAILED case $i of seed $seed: $f\n${outcome.fuzzCase.repro}\n")
       }

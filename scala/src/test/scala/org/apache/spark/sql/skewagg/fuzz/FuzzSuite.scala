@@ -48,6 +48,26 @@ class FuzzSuite extends SkewAggSuiteBase {
     assert(chains.exists(_.rewritten), summary.text(Seed, 0))
   }
 
+  private val OptimizerWindowCases =
+    sys.env.get("SKEWAGG_FUZZ_OPTIMIZER_WINDOW_CASES").map(_.toInt).getOrElse(60)
+
+  test(
+    s"$OptimizerWindowCases random cases of windows the optimizer builds, seed $Seed: skewagg " +
+      "never changes a result") {
+    spark.sparkContext.setLogLevel("OFF")
+    val outcomes =
+      try (0 until OptimizerWindowCases)
+          .map(i => FuzzRunner.run(spark, FuzzGenerator.optimizerWindow(Seed, i)))
+      finally spark.sparkContext.setLogLevel("WARN")
+    val summary = FuzzSummary(outcomes)
+    info(summary.text(Seed, 0))
+    assert(
+      summary.failed.isEmpty,
+      summary.failed.map(o => s"\n${o.failure.get}\n${o.fuzzCase.repro}").mkString("\n"))
+    // Most of these windows keep Spark's plan (docs/window.md); some are split.
+    assert(outcomes.exists(_.rewrites.contains("SplitSkewedWindow")), summary.text(Seed, 0))
+  }
+
   test("the cases longer fuzz runs failed on pass (docs/testing.md, bugs found)") {
     val found = Seq(1L -> 135, 5L -> 293, 5L -> 367, 5L -> 4410)
     spark.sparkContext.setLogLevel("OFF")

@@ -202,6 +202,11 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
     "only collect_list" -> sql("array_sort(collect_list(v))"),
     "two value columns" -> sql("percentile(v, 0.5), percentile(i, 0.5)"),
     "distinct" -> sql("percentile(v, 0.5), count(DISTINCT i)"),
+    // The sort would evaluate the value on the rows the FILTER leaves out (ANSI errors).
+    "a FILTER and a cast that fails on the other rows" ->
+      sql("percentile(CAST(IF(i > 3, 'x', s) AS INT), 0.5) FILTER (WHERE i <= 3)"),
+    "a FILTER and a division by zero on the other rows" ->
+      sql("median(10 / i) FILTER (WHERE i <> 0)"),
     "no grouping key" -> (s => s.sql("SELECT percentile(v, 0.5) FROM t")),
     "grouping sets" -> (s =>
       s.sql(

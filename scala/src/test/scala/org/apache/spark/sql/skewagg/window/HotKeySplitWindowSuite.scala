@@ -10,6 +10,7 @@ import org.apache.spark.sql.skewagg.{
   Differential, SkewAggConf, SkewAggDecisions, SkewAggSuiteBase, SkewTestData
 }
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
+import org.apache.spark.sql.types.VariantType
 
 /** Windows over a hot key, split by order ranges at run time (adaptive execution or not). */
 class HotKeySplitWindowSuite extends SkewAggSuiteBase {
@@ -92,6 +93,21 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
         "min(f) OVER (PARTITION BY k) AS lo, max(d) OVER (PARTITION BY k) AS hi, " +
         "avg(f) OVER (PARTITION BY k) AS a, sum(d) OVER (PARTITION BY k) AS sd, " +
         "count(i) OVER (PARTITION BY k) AS ci"))
+  }
+
+  test("a column Spark cannot hash (a variant) beside a window without ORDER BY") {
+    // Checkpointed, so that the variant is a column of the window's input, not computed above.
+    val d = differential(
+      s => {
+        table(s).selectExpr("*", "parse_json(concat('{\"v\":', v, '}')) AS j")
+          .localCheckpoint().createOrReplaceTempView("variants")
+        s.sql("SELECT k, j, sum(v) OVER (PARTITION BY k) AS s FROM variants")
+      },
+      conf: _*)
+    assertSplit(d)
+    assert(
+      splits(d).head.child.output.exists(_.dataType.isInstanceOf[VariantType]),
+      d.plan(on = true, adaptive = true))
   }
 
   test("running ROWS frames over a unique order, ascending and descending") {

@@ -25,7 +25,7 @@ class RoutedSummariesSuite extends AnyFunSuite {
         WindowExpression(f.toAggregateExpression(), WindowSpecDefinition(Seq(k), Nil, whole)),
         f.prettyName)()
     }
-    val split = WindowSplitSupport.functions(window, Nil, new SQLConf).toOption.get
+    val split = WindowSplitSupport.functions(window, Nil, chained = false, new SQLConf).toOption.get
     new SplitWindowFunctions(split, window, Nil, Seq(k, v))
   }
 
