@@ -211,11 +211,7 @@ object FuzzGenerator {
    */
   def window(seed: Long, index: Int): FuzzCase = {
     val r = new Random(seed * 1000003L + index + 0x77696e64L)
-    val keyType = pick(r, KeyTypes)
-    val keys = pick(r, Seq(1, 3, 20, 200))
-    val distribution = pick(r, Seq("skewed", "skewed", "skewed", "uniform", "empty", "single"))
-    val rows = if (distribution == "empty") 0 else 1 + r.nextInt(1500)
-    val fact = factTable(r, keyType, keys, distribution, rows, pick(r, Seq(0, 1, 4, 8, 8)))
+    val (_, _, fact) = windowedFact(r)
     val partitionBy = pick(r, Seq("f.k1", "f.k1", "f.k1", "f.k1, f.k2"))
     val orders = Seq("f.vi", "f.vi DESC", "f.vf", "f.vd DESC NULLS LAST", "f.k2, f.vs")
     val order = pick(r, orders)
@@ -316,11 +312,7 @@ object FuzzGenerator {
    */
   def optimizerWindow(seed: Long, index: Int): FuzzCase = {
     val r = new Random(seed * 1000003L + index + 0x6c696d6974L)
-    val keyType = pick(r, KeyTypes)
-    val keys = pick(r, Seq(1, 3, 20, 200))
-    val distribution = pick(r, Seq("skewed", "skewed", "skewed", "uniform", "empty", "single"))
-    val rows = if (distribution == "empty") 0 else 1 + r.nextInt(1500)
-    val fact = factTable(r, keyType, keys, distribution, rows, pick(r, Seq(0, 1, 4, 8, 8)))
+    val (keyType, keys, fact) = windowedFact(r)
     val dim = dimTable(r, keyType, keys)
     val total = "x.vi, x.vl, x.vd, x.vn, x.vf, x.vs, x.k1, x.k2"
     val correlation = pick(
@@ -416,6 +408,18 @@ object FuzzGenerator {
       settings(r) ++ windowSettings,
       Seq("DROP VIEW IF EXISTS t1", "DROP VIEW IF EXISTS t2"),
       "optimizer-window")
+  }
+
+  /** The window cases' `t1`: its key type, its keys and the SQL that makes it. */
+  private def windowedFact(r: Random): (String, Int, String) = {
+    val keyType = pick(r, KeyTypes)
+    val keys = pick(r, Seq(1, 3, 20, 200))
+    val distribution = pick(r, Seq("skewed", "skewed", "skewed", "uniform", "empty", "single"))
+    val rows = if (distribution == "empty") 0 else 1 + r.nextInt(1500)
+    (
+      keyType,
+      keys,
+      factTable(r, keyType, keys, distribution, rows, pick(r, Seq(0, 1, 4, 8, 8))))
   }
 
   /**

@@ -11,36 +11,32 @@ class FuzzSuite extends SkewAggSuiteBase {
   private val Seed = 20261121L
   private val Cases = sys.env.get("SKEWAGG_FUZZ_CASES").map(_.toInt).getOrElse(200)
 
-  test(s"$Cases random cases of seed $Seed: skewagg never changes a result") {
-    // Expected failures (ANSI overflow both ways) would fill the log with executor stack traces.
+  /** Cases 0 until `cases` of `generate` with seed [[Seed]]: none failed; their summary. */
+  private def passing(cases: Int, generate: (Long, Int) => FuzzCase): FuzzSummary = {
+    // Expected failures (ANSI overflow both ways) would fill the log with stack traces.
     spark.sparkContext.setLogLevel("OFF")
     val outcomes =
-      try {
-        (0 until Cases).map(i => FuzzRunner.run(spark, FuzzGenerator.generate(Seed, i)))
-      } finally spark.sparkContext.setLogLevel("WARN")
-    val summary = FuzzSummary(outcomes)
-    info(summary.text(Seed, 0))
-    assert(
-      summary.failed.isEmpty,
-      summary.failed.map { o =>
-        s"\n${o.failure.get}\n${o.fuzzCase.repro}"
-      }.mkString("\n"))
-    // The slice must exercise the rewrites, or it proves nothing.
-    assert(outcomes.count(_.rewritten) >= Cases / 10, summary.text(Seed, 0))
-  }
-
-  private val WindowCases = sys.env.get("SKEWAGG_FUZZ_WINDOW_CASES").map(_.toInt).getOrElse(60)
-
-  test(s"$WindowCases random window cases of seed $Seed: skewagg never changes a result") {
-    spark.sparkContext.setLogLevel("OFF")
-    val outcomes =
-      try (0 until WindowCases).map(i => FuzzRunner.run(spark, FuzzGenerator.window(Seed, i)))
+      try (0 until cases).map(i => FuzzRunner.run(spark, generate(Seed, i)))
       finally spark.sparkContext.setLogLevel("WARN")
     val summary = FuzzSummary(outcomes)
     info(summary.text(Seed, 0))
     assert(
       summary.failed.isEmpty,
       summary.failed.map(o => s"\n${o.failure.get}\n${o.fuzzCase.repro}").mkString("\n"))
+    summary
+  }
+
+  test(s"$Cases random cases of seed $Seed: skewagg never changes a result") {
+    val summary = passing(Cases, FuzzGenerator.generate)
+    // The slice must exercise the rewrites, or it proves nothing.
+    assert(summary.outcomes.count(_.rewritten) >= Cases / 10, summary.text(Seed, 0))
+  }
+
+  private val WindowCases = sys.env.get("SKEWAGG_FUZZ_WINDOW_CASES").map(_.toInt).getOrElse(60)
+
+  test(s"$WindowCases random window cases of seed $Seed: skewagg never changes a result") {
+    val summary = passing(WindowCases, FuzzGenerator.window)
+    val outcomes = summary.outcomes
     assert(outcomes.count(_.rewritten) >= WindowCases / 10, summary.text(Seed, 0))
     // Chains of windows on the same keys (the cases with a window named c0) split too.
     val chains = outcomes.filter(_.fuzzCase.query.contains(" AS c0"))
@@ -54,18 +50,11 @@ class FuzzSuite extends SkewAggSuiteBase {
   test(
     s"$OptimizerWindowCases random cases of windows the optimizer builds, seed $Seed: skewagg " +
       "never changes a result") {
-    spark.sparkContext.setLogLevel("OFF")
-    val outcomes =
-      try (0 until OptimizerWindowCases)
-          .map(i => FuzzRunner.run(spark, FuzzGenerator.optimizerWindow(Seed, i)))
-      finally spark.sparkContext.setLogLevel("WARN")
-    val summary = FuzzSummary(outcomes)
-    info(summary.text(Seed, 0))
-    assert(
-      summary.failed.isEmpty,
-      summary.failed.map(o => s"\n${o.failure.get}\n${o.fuzzCase.repro}").mkString("\n"))
+    val summary = passing(OptimizerWindowCases, FuzzGenerator.optimizerWindow)
     // Most of these windows keep Spark's plan (docs/window.md); some are split.
-    assert(outcomes.exists(_.rewrites.contains("SplitSkewedWindow")), summary.text(Seed, 0))
+    assert(
+      summary.outcomes.exists(_.rewrites.contains("SplitSkewedWindow")),
+      summary.text(Seed, 0))
   }
 
   test("the cases longer fuzz runs failed on pass (docs/testing.md, bugs found)") {

@@ -142,6 +142,19 @@ class OptimizerBuiltWindowSuite extends SkewAggSuiteBase {
       SparksPlan)
   }
 
+  test("LATERAL correlated only in its select list, shuffled hash joins, no codegen") {
+    // Issue 41's `LEFT JOIN int8_tbl i8 ON i8.q2 = 123, LATERAL (SELECT i8.q1, t2.f1 FROM
+    // text_tbl t2 LIMIT 1)`: the window partitions the outer column's values.
+    withSQLConf(
+      SQLConf.PREFER_SORTMERGEJOIN.key -> "false",
+      SQLConf.WHOLESTAGE_CODEGEN_ENABLED.key -> "false") {
+      assertExact(
+        "SELECT d.k, e.k AS ek, l.* FROM d LEFT JOIN d e ON e.c = 3, LATERAL (SELECT e.k AS k2, " +
+          "t.k = t.k AS known FROM t LIMIT 1) l",
+        ArrivalOrder)
+    }
+  }
+
   test("EXISTS, IN and scalar subqueries with LIMIT, correlated by equality or not") {
     assertExact(
       "SELECT * FROM d WHERE EXISTS (SELECT t.o FROM t WHERE t.k = d.k AND t.v > d.c LIMIT 1)",
