@@ -6,48 +6,57 @@ SHELL := /bin/bash
 
 SPARK_LINES := $(shell build/spark-venv --lines)
 SPARK_LINE ?= $(lastword $(SPARK_LINES))
-OTHER_LINES := $(filter-out $(SPARK_LINE),$(SPARK_LINES))
-# The line's virtualenv (build/spark-venv: its pyspark, the test tools) and sbt project.
+# The line's virtualenv and sbt project.
 VENV := .venvs/spark-$(SPARK_LINE)
 PY := $(VENV)/bin/python
 SBT_PROJECT := spark$(subst .,,$(SPARK_LINE))
 # Recipes that start a JVM outside sbt run under a JDK 17 (build/require-jdk17 finds or installs one).
 WITH_JDK17 = JAVA_HOME="$$(build/require-jdk17)" && export JAVA_HOME && export PATH="$$JAVA_HOME/bin:$$PATH" &&
-# What `make test` runs on each line other than SPARK_LINE: every Scala suite (the fuzz slice
-# and the kill switch's fuzz corpus at 100 cases each, the optimizer-built windows' at 20), and
-# the Python tests of configure(), spark-submit --jars, local-cluster executors, the rules'
-# differential runs and explanations.
-LINE_FUZZ_CASES := 100
-LINE_OPTIMIZER_WINDOW_CASES := 20
-LINE_PYTHON_TESTS := tests/test_configure.py tests/test_spark_submit.py tests/test_jars.py \
-  tests/test_session.py tests/test_join_skew_split.py tests/test_repartition_rule.py \
-  tests/test_single_key.py tests/test_hints.py tests/test_explain.py tests/test_bridge.py
 
-.PHONY: help setup jar wheel check-wheel test lint format test-scala test-python test-line test-lines demo bench fuzz docs clean
+.PHONY: help setup setup-lines jar wheel check-wheel test test-full lint format test-scala \
+  test-python test-line demo bench fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 	@echo "  Spark lines: $(SPARK_LINES) (SPARK_LINE=... picks one; default $(lastword $(SPARK_LINES)))"
 
-# The jars are rebuilt when a source of theirs changed since the last build.
+# A line's jar is rebuilt when a source of its changed since it was built (stamp .built-<line>).
 JAR_SOURCES := $(shell find scala project/*.scala project/build.properties build.sbt build/spark-lines \
   python/skewagg/__init__.py -type f 2>/dev/null)
-JARS_BUILT := python/skewagg/jars/.built
+JARS_DIR := python/skewagg/jars
+LINE_JAR_BUILT := $(JARS_DIR)/.built-$(SPARK_LINE)
+ALL_JARS_BUILT := $(JARS_DIR)/.built-all
 
-$(JARS_BUILT): $(JAR_SOURCES)
+$(JARS_DIR)/.built-%: $(JAR_SOURCES)
+	build/package-jar $*
+	touch $@
+
+# Every line's jar in one sbt run (each line's stamp too).
+$(ALL_JARS_BUILT): $(JAR_SOURCES)
 	build/package-jar
+	touch $(foreach line,$(SPARK_LINES),$(JARS_DIR)/.built-$(line)) $@
+
+# A line's virtualenv (build/spark-venv: its pyspark, the test tools) with skewagg installed
+# editable: it reads the jars in python/skewagg/jars/.
+.venvs/spark-%/.skewagg-installed: requirements-test.txt pyproject.toml setup.py build/spark-lines
+	build/spark-venv $* >/dev/null
+	.venvs/spark-$*/bin/python -m pip install -q --no-deps -e .
 	touch $@
 
-$(VENV)/.skewagg-installed: requirements-test.txt pyproject.toml setup.py build/spark-lines $(JARS_BUILT)
-	build/spark-venv $(SPARK_LINE) >/dev/null
-	$(PY) -m pip install -q --no-deps -e .
-	touch $@
+ALL_VENVS := $(foreach line,$(SPARK_LINES),.venvs/spark-$(line)/.skewagg-installed)
 
-setup: $(JARS_BUILT) $(VENV)/.skewagg-installed ## JDK 17 (installed if missing), sbt, every line's jar, .venvs/spark-<line> with pyspark, pytest, chispa and skewagg
+setup: $(LINE_JAR_BUILT) $(VENV)/.skewagg-installed ## JDK 17 (installed if missing), sbt, SPARK_LINE's jar and .venvs/spark-<line> (pyspark, pytest, chispa, skewagg)
+
+# The virtualenvs first, all at once (mostly downloads), then skewagg installed in each and every
+# jar built in one sbt run.
+setup-lines: ## what make test needs: setup for every Spark line
+	@pids=(); for line in $(SPARK_LINES); do build/spark-venv $$line >/dev/null & pids+=($$!); done; \
+	  status=0; for pid in "$${pids[@]}"; do wait $$pid || status=1; done; exit $$status
+	@$(MAKE) --no-print-directory $(ALL_VENVS) $(ALL_JARS_BUILT)
 
 jar: ## build every Spark line's jar into python/skewagg/jars/ (one sbt run)
 	build/package-jar
-	touch $(JARS_BUILT)
+	touch $(foreach line,$(SPARK_LINES),$(JARS_DIR)/.built-$(line)) $(ALL_JARS_BUILT)
 
 wheel: jar ## one wheel with every line's jar: dist/skewagg-<version>-py3-none-any.whl
 	build/spark-venv $(SPARK_LINE) >/dev/null
@@ -58,12 +67,11 @@ wheel: jar ## one wheel with every line's jar: dist/skewagg-<version>-py3-none-a
 check-wheel: wheel ## per Spark line: a fresh venv with its pyspark, the wheel installed, a skewed join and percentile off/on
 	build/check-wheel
 
-test: setup ## lint, then every test: Scala and Python on SPARK_LINE, then each other line's slice (the command CI runs)
-	$(MAKE) --no-print-directory lint
-	@echo "== Spark $(SPARK_LINE): every test, started $$(date -u +%H:%M:%S) UTC"
-	$(MAKE) --no-print-directory test-scala
-	$(MAKE) --no-print-directory test-python
-	$(MAKE) --no-print-directory test-lines
+test: setup-lines ## the README's test command, what CI runs: lint; every Scala suite on every line (each its slice of the fuzz corpus); Python on SPARK_LINE but slow tests, packaging tests on the others
+	build/run-tests
+
+test-full: setup-lines ## every test and every fuzz case on every line (run before resolving an issue that changes a rule or an operator)
+	build/run-tests --full
 
 # Every line's project: each formats the shared sources and its own shim directories.
 SBT_PROJECTS := $(foreach line,$(SPARK_LINES),spark$(subst .,,$(line)))
@@ -75,21 +83,17 @@ lint: ## scalafmt (.scalafmt.conf) on every line's sources, and no Scala or Pyth
 format: ## apply scalafmt to every line's sources
 	build/sbt $(foreach p,$(SBT_PROJECTS),$(p)/scalafmtAll)
 
-test-scala: ## Scala tests on SPARK_LINE (sbt, forked JVM)
+test-scala: ## every Scala suite on SPARK_LINE (its slice of the fuzz corpus; SKEWAGG_FUZZ_SLICE=all for every case)
 	build/sbt $(SBT_PROJECT)/test
 
-test-python: setup ## Python tests on SPARK_LINE (pytest + chispa), including spark-submit and local-cluster runs
-	$(WITH_JDK17) $(PY) -m pytest tests
+PYTEST_ARGS ?=
+test-python: setup ## every Python test on SPARK_LINE (pytest + chispa); PYTEST_ARGS='-m "not slow"' picks some
+	$(WITH_JDK17) $(PY) -m pytest tests $(PYTEST_ARGS)
 
-test-lines: ## the slice of tests each line other than SPARK_LINE runs
-	set -e; for line in $(OTHER_LINES); do $(MAKE) --no-print-directory test-line SPARK_LINE=$$line; done
-	@echo "== every line tested, $$(date -u +%H:%M:%S) UTC"
-
-test-line: setup ## one line's slice: every Scala suite (fuzz corpora at 100 cases) and the Python tests above
-	@echo "== Spark $(SPARK_LINE): slice started $$(date -u +%H:%M:%S) UTC"
-	SKEWAGG_FUZZ_CASES=$(LINE_FUZZ_CASES) SKEWAGG_KILLSWITCH_CASES=$(LINE_FUZZ_CASES) \
-	  SKEWAGG_FUZZ_OPTIMIZER_WINDOW_CASES=$(LINE_OPTIMIZER_WINDOW_CASES) build/sbt $(SBT_PROJECT)/test
-	$(WITH_JDK17) $(PY) -m pytest $(LINE_PYTHON_TESTS)
+test-line: setup ## SPARK_LINE's part of make test: every Scala suite, its fuzz slice, the packaging tests
+	@echo "== Spark $(SPARK_LINE): started $$(date -u +%H:%M:%S) UTC"
+	build/sbt $(SBT_PROJECT)/test
+	$(WITH_JDK17) $(PY) -m pytest tests -m "packaging and not slow"
 
 demo: setup ## the main job: a skewed aggregation run with skewagg off and on
 	$(WITH_JDK17) $(PY) -m skewagg demo

@@ -1,5 +1,6 @@
-"""Builds the extension jars (build/package-jar) when `pip install .` runs from a checkout that
-lacks the jar of a Spark line in build/spark-lines, so the wheel always carries one jar per line.
+"""Builds the extension jars (build/package-jar) when `pip install .` (not `-e`) runs from a
+checkout that lacks the jar of a Spark line in build/spark-lines, so the wheel always carries one
+jar per line.
 Everything else is in pyproject.toml."""
 
 import subprocess
@@ -21,8 +22,11 @@ class BuildPyWithJar(build_py):
     def run(self) -> None:
         jars = ROOT / "python" / "skewagg" / "jars"
         script = ROOT / "build" / "package-jar"
-        if script.exists() and any(not list(jars.glob(f"skewagg-spark{line}_*.jar"))
-                                   for line in spark_lines()):
+        # An editable install (`pip install -e .`, make setup) reads the checkout's jars directory,
+        # where make builds the jars it needs; only a wheel or a regular install copies them.
+        editable = getattr(self, "editable_mode", False)
+        if not editable and script.exists() and any(
+                not list(jars.glob(f"skewagg-spark{line}_*.jar")) for line in spark_lines()):
             subprocess.run(["bash", str(script)], check=True)
         super().run()
 

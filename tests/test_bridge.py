@@ -3,12 +3,15 @@
 import re
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import skewagg
 from plans import Plan
 from skewagg._bridge import BRIDGE_CLASS, bridge
+
+pytestmark = pytest.mark.packaging
 
 
 def test_python_names_no_other_jvm_class_of_skewagg() -> None:

@@ -1,8 +1,12 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 import skewagg
 from subprocesses import run
+
+pytestmark = pytest.mark.packaging
 
 
 def test_jar_path_prints_the_bundled_jar() -> None:

@@ -28,6 +28,7 @@ def analyze(*args: str) -> "object":
                env=child_env(MPLBACKEND="Agg"))
 
 
+@pytest.mark.slow
 def test_parquet_with_a_plot(files: Path) -> None:
     png = files / "skew.png"
     proc = analyze(str(files / "data.parquet"), "--keys", "k", "--partitions", "4",

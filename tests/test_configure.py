@@ -1,6 +1,9 @@
+import pytest
 from pyspark.sql import SparkSession
 
 import skewagg
+
+pytestmark = pytest.mark.packaging
 
 
 def _options(builder: SparkSession.Builder) -> dict:

@@ -15,6 +15,8 @@ from plans import SINGLE_KEY_AGGREGATES, USER_REPARTITION, Plan
 from subprocesses import child_env, report, spark_submit
 from test_spark_submit import _spark_home, _submit_args
 
+pytestmark = pytest.mark.cluster
+
 # What each query's skewagg plan shows: the rewrite the kill must not break.
 REWRITTEN = {
     "join": lambda plan: plan.has("FlushingPartialAggregateExec")
@@ -29,7 +31,10 @@ REWRITTEN = {
 ADAPTIVE = {"join": [False, True], "repartition": [True], "percentile": [True]}
 
 
-@pytest.mark.parametrize("query", sorted(REWRITTEN))
+# make test kills an executor under the join, the rewrite planned differently with and without
+# adaptive execution; make test-full under every rewrite.
+@pytest.mark.parametrize("query", [
+    q if q == "join" else pytest.param(q, marks=pytest.mark.slow) for q in sorted(REWRITTEN)])
 def test_killed_executor_in_local_and_final_stage_gives_the_same_rows(
         query: str, tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"

@@ -6,6 +6,8 @@ import skewagg
 from skewagg._jars import bundled_jars, jar_for, spark_line
 from skewagg.errors import JarNotFoundError, UnsupportedSparkVersionError
 
+pytestmark = pytest.mark.packaging
+
 
 def _touch(directory: Path, *names: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)

@@ -8,10 +8,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import long_session  # noqa: E402
+
+pytestmark = pytest.mark.slow
 
 
 def test_many_rewritten_queries_leave_no_skewagg_listeners_behind(spark: SparkSession) -> None:

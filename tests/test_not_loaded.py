@@ -6,6 +6,8 @@ import pytest
 
 from subprocesses import APPS, report, run
 
+pytestmark = pytest.mark.packaging
+
 
 @pytest.mark.parametrize(
     "how, expected",

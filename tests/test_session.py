@@ -4,6 +4,8 @@ from pyspark.sql import SparkSession
 
 import skewagg
 
+pytestmark = pytest.mark.packaging
+
 
 def test_extension_is_loaded_and_active(spark: SparkSession) -> None:
     assert skewagg.is_loaded(spark)

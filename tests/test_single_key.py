@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -50,6 +51,7 @@ def _local_cluster_percentiles(tmp_path: Path, *conf: str) -> dict:
     return result
 
 
+@pytest.mark.cluster
 def test_local_cluster_percentiles_match_spark(tmp_path: Path) -> None:
     result = _local_cluster_percentiles(tmp_path)
     for name, reported in result["plans"].items():
@@ -57,6 +59,7 @@ def test_local_cluster_percentiles_match_spark(tmp_path: Path) -> None:
         assert plan.has(*SINGLE_KEY_AGGREGATES) == name.startswith("skewagg=True"), (name, plan)
 
 
+@pytest.mark.cluster
 def test_local_cluster_split_hot_key_percentiles_match_spark(tmp_path: Path) -> None:
     """The same app with hot keys split by value (key 0 holds 30% of 30000 rows): spread over
     tasks on two executor JVMs, still Spark's rows. Planned for 64 task slots: on the cluster's

@@ -4,11 +4,14 @@ separate executor JVMs (local-cluster)."""
 import os
 from pathlib import Path
 
+import pytest
 import pyspark
 
 import skewagg
 from plans import USER_REPARTITION, Plan
 from subprocesses import child_env, report, spark_submit
+
+pytestmark = pytest.mark.packaging
 
 EXPECTED_TOTAL = sum(range(20000))
 
@@ -48,6 +51,7 @@ def _spark_home(tmp_path: Path) -> Path:
     return home
 
 
+@pytest.mark.cluster
 def test_local_cluster_executors_load_the_jar(tmp_path: Path) -> None:
     home = _spark_home(tmp_path)
     env = child_env(SPARK_HOME=str(home))

@@ -103,6 +103,7 @@ def test_hints_on_windows(spark: SparkSession) -> None:
         assert "not skewed" in skewagg.explain_text(windowed, run=True)
 
 
+@pytest.mark.cluster
 def test_local_cluster_windows_match_spark(tmp_path: Path) -> None:
     """tests/apps/window_split.py on local-cluster[2,1,1024]: every query's four variants give
     Spark's rows, and the hot key is split whenever skewagg is on (with adaptive execution on

@@ -62,14 +62,19 @@ class PlanningFallbackSuite extends SkewAggSuiteBase with BeforeAndAfterAll {
     "PlanColumnarHook" -> false,
     "SplitSkewedWindowWithoutAdaptive" -> false)
 
+  private val everyShapeConf = conf :+ (SQLConf.BUCKETING_ENABLED.key -> "true")
+
+  /** The query's rows and plans with skewagg off, run once for every step's test. */
+  private lazy val vanilla = differential(s => s.sql(everyShape), everyShapeConf: _*)
+
   for ((step, adaptiveOnly) <- steps) {
     test(s"$step throws: the query succeeds with vanilla's rows, and explain says so") {
+      val reference = vanilla
       val before = PlanningFallback.count
-      val d = differential(
+      val d = differentialAgainst(
+        reference,
         s => s.sql(everyShape),
-        conf ++ Seq(
-          SQLConf.BUCKETING_ENABLED.key -> "true",
-          SkewAggConf.TEST_FAIL_RULE.key -> step): _*)
+        everyShapeConf :+ (SkewAggConf.TEST_FAIL_RULE.key -> step): _*)
       assert(PlanningFallback.count > before)
       for (adaptive <- if (adaptiveOnly) Seq(true) else Seq(false, true)) {
         val text = SkewAggExplain.explain(d.plan(on = true, adaptive))

@@ -21,27 +21,49 @@ case class FuzzOutcome(
   def rewritten: Boolean = rewrites.nonEmpty
 }
 
-/** One run of a case's query: its rows and executed plan, or its error's condition. */
-private case class Attempt(result: Either[String, Seq[Row]], plan: Option[SparkPlan])
+/**
+ * One run of a case's query: its rows (or its error's condition) and executed plan when it ran,
+ * and the shape of its plan before adaptive execution changed it (or the error planning failed
+ * with).
+ */
+private case class Attempt(
+    result: Either[String, Seq[Row]],
+    plan: Option[SparkPlan],
+    initialShape: Either[String, String]) {
+
+  /** The executed plan's shape, or the error the query failed with. */
+  def executedShape: String =
+    plan.map(PlanShape.of).getOrElse(s"failed: ${result.left.getOrElse("not run")}")
+}
 
 /**
- * Runs [[FuzzCase]]s: each with skewagg off and on under the case's settings, comparing the
- * rows (any order, floating point with a relative tolerance) or, when the query fails, the
- * error condition (an overflow under ANSI must fail both ways). Also a failure: a skewagg
- * planning step that fell back ([[PlanningFallback]]), and a case skewagg left alone whose plan
- * with skewagg on differs from vanilla Spark's (a session without the extension).
+ * Runs [[FuzzCase]]s: each with skewagg on, then switched off at run time in the same session,
+ * under the case's settings, comparing the rows (any order, floating point with a relative
+ * tolerance) or, when the query fails, the error condition (an overflow under ANSI must fail both
+ * ways). Also a failure: a skewagg planning step that fell back ([[PlanningFallback]]); a case
+ * skewagg left alone whose plan with skewagg on differs from vanilla Spark's (a session without
+ * the extension); and the kill switch: a plan with skewagg switched off that is not vanilla's
+ * (compared before adaptive execution, and as executed for every [[ExecuteEvery]]-th case and
+ * every case skewagg left alone).
  */
 object FuzzRunner {
+
+  /** Every this-many-th case runs in vanilla Spark too, so the kill switch's run-time plans of
+   * rewritten cases are compared as well. */
+  val ExecuteEvery = 5
 
   def run(
       spark: SparkSession,
       c: FuzzCase,
       vanilla: SparkSession = SharedSkewAggSession.vanilla): FuzzOutcome = {
     val fallbacksBefore = PlanningFallback.count
-    val (off, on) = withCase(spark, c) {
-      (attempt(spark, c.query, Some(false)), attempt(spark, c.query, Some(true)))
+    val (on, off) = withCase(spark, c) {
+      val on = attempt(spark, c.query, Some(true), execute = true)
+      (on, attempt(spark, c.query, Some(false), execute = true))
     }
     val rewrites = on.plan.map(rewritesIn).getOrElse(Set.empty)
+    val executeVanilla = rewrites.isEmpty || c.index % ExecuteEvery == 0
+    val expected = withCase(vanilla, c)(attempt(vanilla, c.query, None, executeVanilla))
     val failure = ((off.result, on.result) match {
       case (Right(expected), Right(actual)) => RowComparison.difference(expected, actual)
       case (Left(e1), Left(e2)) if e1 == e2 => None
@@ -52,10 +74,37 @@ object FuzzRunner {
       if (PlanningFallback.count == fallbacksBefore) None
       else Some(s"a skewagg planning step fell back: ${PlanningFallback.last}")
     }.orElse {
-      on.plan.filter(p => rewrites.isEmpty && !emptied(p))
-        .flatMap(plan => differsFromVanilla(vanilla, c, plan))
-    }
+      on.plan.filter(p => rewrites.isEmpty && !emptied(p)).flatMap { plan =>
+        val actual = PlanShape.withoutHints(PlanShape.of(plan))
+        expected.plan.map(PlanShape.of).filterNot(PlanShape.sameUpToOrder(actual, _)).map { e =>
+          s"skewagg left the query alone but planned it other than vanilla Spark:\n$actual\n" +
+            s"vanilla:\n$e"
+        }
+      }
+    }.orElse(switchedOffDifference(off, expected, executeVanilla))
     FuzzOutcome(c, failure, rewrites, off.result.left.toOption)
+  }
+
+  /**
+   * With `spark.skewagg.enabled=false` set after the query ran with skewagg on, the plan must be
+   * vanilla Spark's: before adaptive execution, and as executed when vanilla's ran (unless
+   * adaptive execution [[emptied]] either: its plan prints logical plans, skewagg's hints too).
+   */
+  private def switchedOffDifference(
+      off: Attempt,
+      vanilla: Attempt,
+      executed: Boolean): Option[String] = {
+    val compareExecuted = executed && !(off.plan ++ vanilla.plan).exists(emptied)
+    val (actual, expected) =
+      if (compareExecuted) (off.executedShape, vanilla.executedShape)
+      else (off.initialShape.merge, vanilla.initialShape.merge)
+    if (PlanShape.sameUpToOrder(actual, expected) && !SkewAggOperators.exists(actual.contains)) {
+      None
+    } else {
+      val which = if (compareExecuted) "executed" else "planned"
+      Some(s"switched off, skewagg $which the query other than vanilla Spark:\n$actual\n" +
+        s"vanilla:\n$expected")
+    }
   }
 
   /** `body` with the case's settings and tables in `spark`; restored and dropped afterwards. */
@@ -88,32 +137,40 @@ object FuzzRunner {
   private def emptied(plan: SparkPlan): Boolean =
     PlanNodes.all(plan).exists(_.isInstanceOf[EmptyRelationExec])
 
-  /** A description of the difference when vanilla Spark plans the case other than `plan`. */
-  private def differsFromVanilla(
-      vanilla: SparkSession,
-      c: FuzzCase,
-      plan: SparkPlan): Option[String] = {
-    val expected = withCase(vanilla, c)(attempt(vanilla, c.query, None)).plan.map(PlanShape.of)
-    val actual = PlanShape.withoutHints(PlanShape.of(plan))
-    expected.filterNot(PlanShape.sameUpToOrder(actual, _)).map { e =>
-      s"skewagg left the query alone but planned it other than vanilla Spark:\n$actual\n" +
-        s"vanilla:\n$e"
-    }
-  }
-
-  /** Runs `sql` with skewagg `on` (None: a session without skewagg). */
-  private def attempt(spark: SparkSession, sql: String, on: Option[Boolean]): Attempt = {
+  /**
+   * Plans `sql` with skewagg `on` (None: a session without skewagg), and runs it when `execute`.
+   */
+  private def attempt(
+      spark: SparkSession,
+      sql: String,
+      on: Option[Boolean],
+      execute: Boolean): Attempt = {
     on.foreach(o => spark.conf.set(SkewAggConf.ENABLED.key, o.toString))
-    try {
-      val df = spark.sql(sql)
-      val rows = df.collect().toSeq
-      val plan = df.queryExecution.executedPlan match {
-        case a: AdaptiveSparkPlanExec => a.executedPlan
-        case p => p
+    val planned =
+      try {
+        val df = spark.sql(sql)
+        Right((df, df.queryExecution.executedPlan))
+      } catch {
+        case NonFatal(e) => Left(condition(e))
       }
-      Attempt(Right(rows), Some(plan))
-    } catch {
-      case NonFatal(e) => Attempt(Left(condition(e)), None)
+    val initialShape = planned.map {
+      case (_, a: AdaptiveSparkPlanExec) => PlanShape.of(a.initialPlan)
+      case (_, p) => PlanShape.of(p)
+    }.left.map(e => s"failed: $e")
+    planned match {
+      case Left(e) => Attempt(Left(e), None, initialShape)
+      case Right(_) if !execute => Attempt(Left("not run"), None, initialShape)
+      case Right((df, executed)) =>
+        try {
+          val rows = df.collect().toSeq
+          val plan = executed match {
+            case a: AdaptiveSparkPlanExec => a.executedPlan
+            case p => p
+          }
+          Attempt(Right(rows), Some(plan), initialShape)
+        } catch {
+          case NonFatal(e) => Attempt(Left(condition(e)), None, initialShape)
+        }
     }
   }
 
@@ -186,7 +243,7 @@ object FuzzRunner {
       outcome
     }
     val seconds = (System.nanoTime() - started) / 1e9
-    println(FuzzSummary(outcomes).text(seed, from) + f" ($seconds%.0f s)")
+    println(FuzzSummary(outcomes).text + f" ($seconds%.0f s)")
     spark.stop()
     if (outcomes.exists(_.failure.isDefined)) sys.exit(1)
   }
@@ -195,7 +252,10 @@ object FuzzRunner {
 case class FuzzSummary(outcomes: Seq[FuzzOutcome]) {
   def failed: Seq[FuzzOutcome] = outcomes.filter(_.failure.isDefined)
 
-  def text(seed: Long, from: Int): String = {
+  /** One line: the cases run, failed and rewritten, by shape and by rule. */
+  def text: String = {
+    val (seed, from) = outcomes.headOption.map(o => (o.fuzzCase.seed, o.fuzzCase.index))
+      .getOrElse((0L, 0))
     val rewritten = outcomes.count(_.rewritten)
     val errors = outcomes.count(_.error.isDefined)
     val bySource = outcomes.groupBy(_.fuzzCase.shape).toSeq.sortBy(_._1)
