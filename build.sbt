@@ -14,9 +14,8 @@ val skewaggVersion = """__version__ = "([^"]+)"""".r
   .getOrElse(sys.error("python/skewagg/__init__.py has no __version__"))
 ThisBuild / version := skewaggVersion
 ThisBuild / scalaVersion := SparkLines.all.last.scala
-// `all spark43/test spark40/test ...` (build/run-tests) runs one line's test JVM at a time: on 2
-// cores two at once took as long as one after the other (docs/testing.md), and would interleave
-// their logs.
+// `all spark43/test spark40/test ...` (build/run-tests) runs one line's test JVM at a time: one
+// keeps both cores busy (docs/testing.md, "Where the time goes"), and two would interleave logs.
 Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 1)
 
 /** The project of one Spark line, a row of build/spark-lines. */
@@ -81,7 +80,6 @@ def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
       Seq("-Xmx4g", "-Dspark.ui.enabled=false"),
     Test / parallelExecution := false,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
-    Test / testOptions += Tests.Setup(() => println(s"== Spark ${line.line}: Scala suites")),
     Test / run / fork := true,
     Test / baseDirectory := (ThisBuild / baseDirectory).value,
     Test / envVars += ("SKEWAGG_PROJECT_ROOT" -> (ThisBuild / baseDirectory).value.getAbsolutePath),

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.skewagg
 
+import scala.util.chaining._
+
 import org.scalactic.source.Position
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -25,11 +27,13 @@ object SharedSkewAggSession {
     // Generated code that does not compile fails the test instead of running without codegen.
     .config(SQLConf.CODEGEN_FALLBACK.key, "false")
     // The four runs of a differential test, and the tests of a suite, generate much the same code:
-    // compiled once and kept (Spark keeps 100 classes by default), the suites run about 8% faster.
+    // kept compiled (Spark keeps 100 classes; docs/testing.md, "Where the time goes").
     .config(StaticSQLConf.CODEGEN_CACHE_MAX_ENTRIES.key, "2000")
     // Deleted when the test JVM exits (Spark's shutdown hook).
     .config("spark.sql.warehouse.dir", Utils.createTempDir(namePrefix = "skewagg-wh").toString)
     .getOrCreate()
+    // `make test` runs every line's suites one line after another in one log: this names the line.
+    .tap(s => println(s"== the test session runs Spark ${s.version}"))
 
   /** A session on the same SparkContext built without any extension: what vanilla Spark plans. */
   lazy val vanilla: SparkSession = {
