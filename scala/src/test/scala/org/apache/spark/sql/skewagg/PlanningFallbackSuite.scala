@@ -69,6 +69,7 @@ class PlanningFallbackSuite extends SkewAggSuiteBase with BeforeAndAfterAll {
 
   for ((step, adaptiveOnly) <- steps) {
     test(s"$step throws: the query succeeds with vanilla's rows, and explain says so") {
+      // Run (once) before counting: the vanilla reference must not fall back itself.
       val reference = vanilla
       val before = PlanningFallback.count
       val d = differentialAgainst(
