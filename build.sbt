@@ -18,24 +18,39 @@ ThisBuild / scalaVersion := SparkLines.all.last.scala
 // keeps both cores busy (docs/testing.md, "Where the time goes"), and two would interleave logs.
 Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 1)
 
-/** The project of one Spark line, a row of build/spark-lines. */
+/** The project of one build of a Spark line (build/spark-lines). */
 def lineProject(id: String): Project = {
-  val line = SparkLines.all.find(_.id == id)
+  val line = (SparkLines.all ++ SparkLines.fromMaven).find(_.id == id)
     .getOrElse(sys.error(s"build.sbt: project $id has no row in build/spark-lines"))
   Project(id, file("target") / id).settings(lineSettings(line))
 }
 
-// One project a row of build/spark-lines (checked below).
+// One project a build of build/spark-lines (checked below): a row's main build, and the second
+// build of its also-scala column (spark35_213).
+lazy val spark35 = lineProject("spark35")
+lazy val spark35_213 = lineProject("spark35_213")
 lazy val spark40 = lineProject("spark40")
 lazy val spark41 = lineProject("spark41")
 lazy val spark42 = lineProject("spark42")
 lazy val spark43 = lineProject("spark43")
 lazy val lineProjects = {
-  val projects = Seq(spark40, spark41, spark42, spark43)
+  val projects = Seq(spark35, spark40, spark41, spark42, spark43)
   require(projects.map(_.id) == SparkLines.all.map(_.id),
     "build.sbt: every row of build/spark-lines needs its project (lazy val sparkXY), no other")
   projects
 }
+lazy val mavenProjects = {
+  val projects = Seq(spark35_213)
+  require(projects.map(_.id) == SparkLines.fromMaven.map(_.id),
+    "build.sbt: every also-scala build of build/spark-lines needs its project, no other")
+  projects
+}
+
+// The suites the Maven Central builds run: registration and one differential suite (the main
+// build of the same line runs every suite on the same Spark release).
+val mavenBuildSuites = Set(
+  "org.apache.spark.sql.skewagg.ExtensionRegistrationSuite",
+  "org.apache.spark.sql.skewagg.localagg.LocalAggregateBeforeJoinSuite")
 
 def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
     name := s"skewagg-spark${line.line}",
@@ -50,20 +65,28 @@ def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
     Test / unmanagedSourceDirectories ++=
       SparkLines.shimDirs((ThisBuild / baseDirectory).value / "scala/src/test", line),
     Test / resourceDirectory := (ThisBuild / baseDirectory).value / "scala/src/test/resources",
-    scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release", "17"),
-    javacOptions ++= Seq("--release", "17"),
-    // Spark itself: the jars of the line's pyspark (build/spark-venv installs it once), on the
-    // compile and test class paths and never in our jar (provided by the user's Spark). Scala's
-    // own jars come from scalaVersion, the same version as the line's Spark was built with.
+    // The oldest Java the line's Spark runs on: 8 for Spark 3.5, 17 for 4.x.
+    scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-release", line.javaRelease),
+    javacOptions ++= Seq("--release", line.javaRelease),
+    // Spark itself: the jars of the line's pyspark (build/spark-venv installs it once), or for a
+    // Maven build Maven Central's artifacts, on the compile and test class paths and never in our
+    // jar (provided by the user's Spark). Scala's own jars come from scalaVersion, the same
+    // version as the line's Spark was built with.
     Compile / unmanagedJars := {
-      val root = (ThisBuild / baseDirectory).value
-      val dir = scala.sys.process.Process(
-        Seq("bash", (root / "build/spark-venv").getPath, line.line, "--jars"), root).!!.trim
-      (file(dir) * "*.jar").get
-        .filterNot(_.getName.matches("scala-(library|reflect|compiler)-.*"))
-        .sortBy(_.getName).classpath
+      if (line.fromMaven) Nil
+      else {
+        val root = (ThisBuild / baseDirectory).value
+        val dir = scala.sys.process.Process(
+          Seq("bash", (root / "build/spark-venv").getPath, line.line, "--jars"), root).!!.trim
+        (file(dir) * "*.jar").get
+          .filterNot(_.getName.matches("scala-(library|reflect|compiler)-.*"))
+          .sortBy(_.getName).classpath
+      }
     },
+    libraryDependencies ++= (if (!line.fromMaven) Nil
+                             else Seq("org.apache.spark" %% "spark-sql" % line.pyspark % Provided)),
     libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+    Test / testOptions ++= (if (!line.fromMaven) Nil else Seq(Tests.Filter(mavenBuildSuites))),
     // The jar records which Spark it was built for; the extension refuses to start on another
     // line.
     Compile / resourceGenerators += Def.task {
@@ -76,7 +99,7 @@ def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
     }.taskValue,
     // Tests and `Test/runMain` run in a forked JVM with the flags Spark needs on Java 17.
     Test / fork := true,
-    Test / javaOptions ++= JavaModuleOptions.of((Compile / unmanagedJars).value.files) ++
+    Test / javaOptions ++= JavaModuleOptions.of((Compile / dependencyClasspath).value.files) ++
       Seq("-Xmx4g", "-Dspark.ui.enabled=false"),
     Test / parallelExecution := false,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
@@ -87,14 +110,14 @@ def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
     // the environment asks for another (`SKEWAGG_FUZZ_SLICE=all`: every case, make test-full).
     Test / envVars += ("SKEWAGG_FUZZ_SLICE" -> sys.env.getOrElse(
       "SKEWAGG_FUZZ_SLICE",
-      s"${SparkLines.all.indexOf(line)}/${SparkLines.all.size}")),
+      s"${SparkLines.all.indexWhere(_.line == line.line)}/${SparkLines.all.size}")),
     Compile / packageBin / packageOptions += Package.ManifestAttributes(
       "Spark-Version" -> line.pyspark,
       "Implementation-Version" -> version.value)
 )
 
 lazy val root = (project in file("."))
-  .aggregate(lineProjects.map(p => p: ProjectReference): _*)
+  .aggregate((lineProjects ++ mavenProjects).map(p => p: ProjectReference): _*)
   .settings(
     name := "skewagg",
     publish / skip := true,

@@ -17,10 +17,22 @@ def test_jar_path_prints_the_bundled_jar() -> None:
 
 
 def test_jar_path_for_an_unsupported_spark_fails_listing_supported_lines() -> None:
-    proc = run([sys.executable, "-m", "skewagg", "jar-path", "--spark-version", "3.5.1"])
+    proc = run([sys.executable, "-m", "skewagg", "jar-path", "--spark-version", "3.4.1"])
     assert proc.returncode == 2
-    assert "no jar for Spark 3.5" in proc.stderr
-    assert "supports Spark 4.0" in proc.stderr
+    assert "no jar for Spark 3.4" in proc.stderr
+    assert "supports Spark 3.5, 4.0" in proc.stderr
+
+
+def test_jar_path_picks_the_scala_build_asked_for() -> None:
+    for scala in ("2.12", "2.13"):
+        proc = run([sys.executable, "-m", "skewagg", "jar-path", "--spark-version", "3.5.9",
+                    "--scala-version", scala])
+        assert proc.returncode == 0, proc.stderr
+        assert Path(proc.stdout.strip()).name.startswith(f"skewagg-spark3.5_{scala}-")
+    proc = run([sys.executable, "-m", "skewagg", "jar-path", "--spark-version", "4.0.1",
+                "--scala-version", "2.12"])
+    assert proc.returncode == 2
+    assert "no jar for Spark 4.0 built with Scala 2.12 (it has Scala 2.13" in proc.stderr
 
 
 def test_spark_lines_lists_what_is_bundled() -> None:

@@ -44,3 +44,13 @@ def test_configure_twice_adds_nothing_twice() -> None:
     options = _options(builder)
     assert options["spark.jars"].split(",") == [skewagg.jar_path()]
     assert options["spark.sql.extensions"].split(",") == [skewagg.EXTENSION_CLASS]
+
+
+@pytest.mark.parametrize("version, has_sections", [("3.5.9", False), ("4.0.1", True)])
+def test_configure_names_the_explain_section_where_spark_explain_has_sections(
+        version: str, has_sections: bool) -> None:
+    builder = SparkSession.Builder()
+    builder._options.pop(skewagg.EXPLAIN_PROVIDERS_KEY, None)  # (pyspark 3.5: a class attribute)
+    options = _options(skewagg.configure(builder, spark_version=version))
+    named = options.get(skewagg.EXPLAIN_PROVIDERS_KEY) == skewagg.EXPLAIN_GENERATOR_CLASS
+    assert named == has_sections

@@ -28,16 +28,33 @@ def test_jar_for_picks_the_running_spark_line(tmp_path: Path) -> None:
                   "unrelated.jar")
     assert jar_for("4.0.3", jars).name == "skewagg-spark4.0_2.13-0.1.0.jar"
     assert jar_for("3.5.1", jars).name == "skewagg-spark3.5_2.12-0.1.0.jar"
-    assert sorted(bundled_jars(jars)) == ["3.5", "4.0"]
+    assert sorted(bundled_jars(jars)) == [("3.5", "2.12"), ("4.0", "2.13")]
+
+
+def test_jar_for_picks_the_scala_of_the_spark_pyspark_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jars = _touch(tmp_path / "skewagg", "skewagg-spark3.5_2.12-0.1.0.jar",
+                  "skewagg-spark3.5_2.13-0.1.0.jar", "skewagg-spark4.0_2.13-0.1.0.jar")
+    _touch(tmp_path / "spark" / "jars", "spark-core_2.13-3.5.4.jar", "spark-sql_2.13-3.5.4.jar")
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark"))
+    assert jar_for("3.5.4", jars).name == "skewagg-spark3.5_2.13-0.1.0.jar"
+    assert jar_for("3.5.4", jars, scala_version="2.12.18").name == (
+        "skewagg-spark3.5_2.12-0.1.0.jar")
+    # A SPARK_HOME of another line says nothing of this one: the line's default build.
+    _touch(tmp_path / "spark4" / "jars", "spark-core_2.13-4.0.1.jar")
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "spark4"))
+    assert jar_for("3.5.4", jars).name == "skewagg-spark3.5_2.12-0.1.0.jar"
+    with pytest.raises(UnsupportedSparkVersionError, match=r"Scala 2.12 \(it has Scala 2.13"):
+        jar_for("4.0.1", jars, scala_version="2.12")
 
 
 def test_no_jar_for_the_running_spark_names_the_supported_lines(tmp_path: Path) -> None:
-    jars = _touch(tmp_path, "skewagg-spark4.0_2.13-0.1.0.jar")
+    jars = _touch(tmp_path, "skewagg-spark3.5_2.12-0.1.0.jar", "skewagg-spark4.0_2.13-0.1.0.jar")
     with pytest.raises(UnsupportedSparkVersionError) as info:
-        jar_for("3.5.1", jars)
+        jar_for("3.4.1", jars)
     message = str(info.value)
-    assert "no jar for Spark 3.5" in message and "supports Spark 4.0" in message
-    assert "No skewagg release supports Spark 3.5 yet" in message
+    assert "no jar for Spark 3.4" in message and "supports Spark 3.5, 4.0" in message
+    assert "No skewagg release supports Spark 3.4 yet" in message
 
 
 def test_a_newer_spark_line_names_every_supported_line_and_the_newest_skewagg(

@@ -30,7 +30,13 @@ from skewagg.errors import (
     UnsupportedSparkVersionError,
 )
 
-from skewagg.explain import EXPLAIN_GENERATOR_CLASS, EXPLAIN_PROVIDERS_KEY, explain, explain_text
+from skewagg.explain import (
+    EXPLAIN_GENERATOR_CLASS,
+    EXPLAIN_PROVIDERS_KEY,
+    explain,
+    explain_text,
+    has_explain_providers,
+)
 from skewagg.report import SkewReport, analyze
 from skewagg.stagereport import StageReport, stage_report
 
@@ -78,13 +84,17 @@ __all__ = [
 ]
 
 
-def jar_path(spark_version: Optional[str] = None) -> str:
-    """The path of the bundled jar for ``spark_version`` (default: the installed pyspark's).
+def jar_path(spark_version: Optional[str] = None, scala_version: Optional[str] = None) -> str:
+    """The path of the bundled jar for ``spark_version`` (default: the installed pyspark's) and
+    Scala ``scala_version`` (default: the Scala of the Spark that PySpark starts,
+    ``$SPARK_HOME`` or the installed pyspark, when it is of the same line; else the line's default
+    build: Scala 2.12 for Spark 3.5, 2.13 for Spark 4).
 
-    Raises :class:`UnsupportedSparkVersionError` naming the supported Spark lines when no jar
-    matches, and :class:`JarNotFoundError` when the package has no jar at all.
+    Raises :class:`UnsupportedSparkVersionError` naming the supported Spark lines (or the Scala
+    builds of the line) when no jar matches, and :class:`JarNotFoundError` when the package has
+    no jar at all.
     """
-    return str(jar_for(spark_version))
+    return str(jar_for(spark_version, scala_version=scala_version))
 
 
 def _builder_option(builder: "SparkSession.Builder", key: str) -> Optional[str]:
@@ -94,7 +104,9 @@ def _builder_option(builder: "SparkSession.Builder", key: str) -> Optional[str]:
 
 
 def configure(
-    builder: "SparkSession.Builder", spark_version: Optional[str] = None
+    builder: "SparkSession.Builder",
+    spark_version: Optional[str] = None,
+    scala_version: Optional[str] = None,
 ) -> "SparkSession.Builder":
     """Adds skewagg to a session builder and returns the builder.
 
@@ -104,7 +116,9 @@ def configure(
     the builder already names one (skewagg never replaces yours; without its model, adaptive
     execution rejects the runtime skew splits), and appends :data:`EXPLAIN_GENERATOR_CLASS` to
     ``spark.sql.extendedExplainProviders``, so ``df.explain()`` says what skewagg decided for
-    each aggregate (see :func:`explain`). Calling it twice adds nothing twice. Like
+    each aggregate (see :func:`explain`; Spark 4.0+, whose EXPLAIN has such sections). The jar is
+    that of :func:`jar_path` for ``spark_version`` and ``scala_version``. Calling it twice adds
+    nothing twice. Like
     ``configure_spark_with_delta_pip``::
 
         spark = skewagg.configure(SparkSession.builder.appName("x")).getOrCreate()
@@ -113,7 +127,7 @@ def configure(
     process, stop it first (``spark.stop()``), or :func:`require_loaded` will say the extension is
     missing.
     """
-    jar = jar_path(spark_version)
+    jar = jar_path(spark_version, scala_version)
     jars = split_list(_builder_option(builder, "spark.jars"))
     if jar not in jars:
         jars.append(jar)
@@ -124,7 +138,7 @@ def configure(
         "spark.sql.extensions", ",".join(extensions)
     )
     providers = split_list(_builder_option(builder, EXPLAIN_PROVIDERS_KEY))
-    if EXPLAIN_GENERATOR_CLASS not in providers:
+    if has_explain_providers(spark_version) and EXPLAIN_GENERATOR_CLASS not in providers:
         builder = builder.config(
             EXPLAIN_PROVIDERS_KEY, ",".join(providers + [EXPLAIN_GENERATOR_CLASS]))
     if not _builder_option(builder, COST_EVALUATOR_KEY):

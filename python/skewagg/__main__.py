@@ -61,6 +61,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         "jar-path", help="print the bundled jar for the installed pyspark (for spark-submit --jars)"
     )
     jar.add_argument("--spark-version", help="pick the jar for this Spark version instead")
+    jar.add_argument("--scala-version",
+                     help="pick the jar built with this Scala (2.12 or 2.13; default: the Scala "
+                          "of $SPARK_HOME or the installed pyspark, else the line's default)")
     sub.add_parser("spark-lines", help="print the Spark major.minor lines this build supports")
     demo = sub.add_parser("demo", help="run a skewed join + aggregation with skewagg off and on")
     demo.add_argument("--rows", type=int, default=None, help="rows of the fact table")
@@ -78,7 +81,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     try:
         if args.command == "jar-path":
-            print(jar_path(args.spark_version))
+            print(jar_path(args.spark_version, args.scala_version))
         elif args.command == "spark-lines":
             print("\n".join(supported_spark_lines()))
         elif args.command == "demo":

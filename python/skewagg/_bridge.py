@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -13,3 +13,13 @@ BRIDGE_CLASS = "io.skewagg.PythonBridge"
 def bridge(spark: SparkSession) -> Any:
     """The JVM's ``io.skewagg.PythonBridge`` (a py4j object) of ``spark``'s driver."""
     return spark.sparkContext._jvm.io.skewagg.PythonBridge  # type: ignore[union-attr]
+
+
+def driver_scala_version(spark: SparkSession) -> Optional[str]:
+    """The Scala version of ``spark``'s driver JVM (``"2.12.18"``), read through py4j without
+    skewagg's classes (to say why they did not load); None when it cannot be read."""
+    try:
+        jvm = spark.sparkContext._jvm  # type: ignore[union-attr]
+        return str(jvm.scala.util.Properties.versionNumberString())
+    except Exception:  # a Connect client has no driver JVM to ask
+        return None

@@ -27,7 +27,32 @@ def is_loaded(spark: "SparkSession") -> bool:
     return bool(spark.catalog.functionExists(VERSION_FUNCTION))
 
 
+def _scala_mismatch(spark: "SparkSession") -> Optional[str]:
+    """Why a skewagg jar in ``spark.jars`` cannot load: built for another Scala binary than the
+    driver's (a jar of the wrong Scala fails to load, and Spark skips the extension)."""
+    from skewagg._bridge import driver_scala_version
+    from skewagg._jars import JAR_NAME, scala_binary
+
+    running = driver_scala_version(spark)
+    if running is None:
+        return None
+    for jar in split_list(spark.conf.get("spark.jars", None)):
+        match = JAR_NAME.match(jar.rsplit("/", 1)[-1])
+        if match and match.group("scala") != scala_binary(running):
+            return (
+                f"spark.jars lists {jar}, built for Scala {match.group('scala')}, but this Spark "
+                f"runs Scala {running}: a jar of another Scala binary does not load. Use the jar "
+                f"for Scala {scala_binary(running)}: skewagg.configure(SparkSession.builder, "
+                f"scala_version='{scala_binary(running)}'), or with spark-submit --jars "
+                f"\"$(python -m skewagg jar-path --scala-version {scala_binary(running)})\"."
+            )
+    return None
+
+
 def _why_not_loaded(spark: "SparkSession") -> str:
+    mismatch = _scala_mismatch(spark)
+    if mismatch is not None:
+        return mismatch
     extensions = split_list(spark.conf.get("spark.sql.extensions", None))
     if EXTENSION_CLASS not in extensions:
         return (

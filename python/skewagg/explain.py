@@ -12,9 +12,10 @@ collecting them).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from skewagg._bridge import bridge
+from skewagg._jars import installed_spark_version, spark_line
 from skewagg._session import require_loaded
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,6 +25,17 @@ EXPLAIN_GENERATOR_CLASS = "io.skewagg.SkewAggExplainGenerator"
 """The class to list in ``spark.sql.extendedExplainProviders``."""
 
 EXPLAIN_PROVIDERS_KEY = "spark.sql.extendedExplainProviders"
+
+EXPLAIN_PROVIDERS_SINCE = (4, 0)
+"""The first Spark line whose EXPLAIN prints the sections of ``EXPLAIN_PROVIDERS_KEY``."""
+
+
+def has_explain_providers(spark_version: Optional[str] = None) -> bool:
+    """Whether Spark ``spark_version`` (default: the installed pyspark's) has extended explain
+    providers: :func:`explain` works on every line, ``df.explain("extended")``'s skewagg section
+    on Spark 4.0+."""
+    line = spark_line(spark_version or installed_spark_version())
+    return tuple(int(p) for p in line.split(".")) >= EXPLAIN_PROVIDERS_SINCE
 
 
 def explain_text(df: "DataFrame", run: bool = False) -> str:

@@ -17,6 +17,17 @@ elif how == "configure-too-late":
     spark = skewagg.configure(SparkSession.builder).getOrCreate()
 elif how == "extension-without-jar":
     spark = builder.config("spark.sql.extensions", skewagg.EXTENSION_CLASS).getOrCreate()
+elif how == "jar-of-another-scala":
+    # A bundled jar of another Scala binary than this pyspark's (any line: the Scala is checked
+    # first, since such a jar cannot load at all).
+    from skewagg._jars import bundled_jars, running_spark_build
+
+    running = running_spark_build()
+    assert running is not None
+    other = next(path for (_, scala), path in sorted(bundled_jars().items())
+                 if scala != running[1])
+    spark = (builder.config("spark.jars", str(other))
+             .config("spark.sql.extensions", skewagg.EXTENSION_CLASS).getOrCreate())
 else:
     raise SystemExit(f"unknown mode {how}")
 spark.sparkContext.setLogLevel("ERROR")

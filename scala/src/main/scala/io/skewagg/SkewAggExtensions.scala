@@ -36,7 +36,8 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     // Function registry: skewagg_version(), how a session shows that skewagg is loaded.
     extensions.injectFunction(SkewAggVersionFunction.description)
     // Hint resolution: SKEW_AGG / NO_SKEW_AGG onto the aggregate they are written on.
-    extensions.injectHintResolutionRule(s => logical(ResolveSkewAggHints(s)))
+    // (On Spark 3.5, which has no hint resolution hook, the resolution batch: the shim says.)
+    HintResolutionPhase.inject(extensions, s => logical(ResolveSkewAggHints(s)))
     // Post-hoc resolution: a skewagg hint back on an aggregate that analysis rebuilt without it.
     extensions.injectPostHocResolutionRule(s => logical(RestoreSkewAggHints(s)))
     // Analysis check: columns named by a skewagg hint exist.

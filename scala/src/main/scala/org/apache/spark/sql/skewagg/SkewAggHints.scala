@@ -14,12 +14,14 @@ import org.apache.spark.sql.execution.SparkPlan
  * `/*+ SKEW_AGG */` (or `SKEW_AGG(col, ...)` naming the skewed columns) forces skewagg's
  * local-global plans for an aggregate, skew evidence or not; `/*+ NO_SKEW_AGG */` keeps skewagg
  * away from it. In DataFrames: `df.groupBy(...).agg(...).hint("skew_agg")`. Resolved onto the
- * aggregate itself (`Aggregate.hint`), which the rules read. On a SELECT with window functions
+ * aggregate itself ([[AggregateHintCarrier]]: `Aggregate.hint` on Spark 4.0+), which the rules
+ * read. On a SELECT with window functions
  * and no aggregate below, the hint goes to its windows (a tag on each logical `Window`,
  * [[SkewAggHints.WindowTag]]): SKEW_AGG looks for hot keys in every partition of a window's
  * shuffle, NO_SKEW_AGG leaves the windows to Spark.
  */
-case class SkewAggHint(force: Boolean, columns: Seq[String]) extends AggregateHint {
+case class SkewAggHint(force: Boolean, columns: Seq[String])
+    extends AggregateHintCarrier.Carried {
   def name: String = if (force) SkewAggHints.Force else SkewAggHints.Forbid
 }
 
@@ -29,7 +31,7 @@ object SkewAggHints {
   val Force = "SKEW_AGG"
   val Forbid = "NO_SKEW_AGG"
 
-  def of(agg: Aggregate): Option[SkewAggHint] = agg.hint.collect { case h: SkewAggHint => h }
+  def of(agg: Aggregate): Option[SkewAggHint] = AggregateHintCarrier.get(agg)
 
   def forced(agg: Aggregate): Boolean = of(agg).exists(_.force)
   def forbidden(agg: Aggregate): Boolean = of(agg).exists(!_.force)
@@ -91,7 +93,7 @@ object SkewAggHints {
   /** `plan` with `hint` on the first aggregate below it through unary nodes, if there is one. */
   def attach(plan: LogicalPlan, hint: SkewAggHint): Option[LogicalPlan] = plan match {
     case a: Aggregate if of(a).contains(hint) => Some(a)
-    case a: Aggregate => Some(a.copy(hint = Some(hint)))
+    case a: Aggregate => Some(AggregateHintCarrier.put(a, hint))
     case u: UnaryNode => attach(u.child, hint).map(c => u.withNewChildren(Seq(c)))
     case _ => None
   }
@@ -103,13 +105,17 @@ object SkewAggHints {
  * hint was attached).
  */
 case class RestoreSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] {
-  override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsDown {
-    case p if p.getTagValue(SkewAggHints.Tag).isDefined =>
-      val hint = p.getTagValue(SkewAggHints.Tag).get
-      SkewAggHints.attach(p, hint).getOrElse {
-        SkewAggHints.tagWindows(p, hint) // (a SELECT's windows: extracted by now)
-        p
-      }
+  override def apply(plan: LogicalPlan): LogicalPlan = {
+    val restored = plan.resolveOperatorsDown {
+      case p if p.getTagValue(SkewAggHints.Tag).isDefined =>
+        val hint = p.getTagValue(SkewAggHints.Tag).get
+        SkewAggHints.attach(p, hint).getOrElse {
+          SkewAggHints.tagWindows(p, hint) // (a SELECT's windows: extracted by now)
+          p
+        }
+    }
+    AggregateHintCarrier.analyzed(restored)
+    restored
   }
 }
 
@@ -131,12 +137,16 @@ case class ResolveSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] 
             s"${h.parameters.map(parameterText).mkString(", ")}. It keeps skewagg away from the " +
             s"whole aggregate: write /*+ ${SkewAggHints.Forbid} */.")
       }
-      val columns = h.parameters.map {
+      // (Any: Spark 4's parameters are expressions, Spark 3.5's Dataset.hint passes them as
+      // they are, strings among them.)
+      val columns = h.parameters.map(p => p: Any).map {
         case a: UnresolvedAttribute => a.name
         case n: NamedExpression => n.name
         case Literal(v, _) if v != null => v.toString
+        case s: String => s
         case other => throw new SkewAggAnalysisException(
-            s"${h.name.toUpperCase} hint parameters must be column names, got ${other.sql}. " +
+            s"${h.name.toUpperCase} hint parameters must be column names, got " +
+              s"${parameterText(other)}. " +
               s"Write /*+ ${h.name.toUpperCase}(column, ...) */ or leave the parameters out.")
       }
       val hint = SkewAggHint(force, columns)

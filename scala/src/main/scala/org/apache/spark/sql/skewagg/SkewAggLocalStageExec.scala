@@ -69,7 +69,7 @@ case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartit
   /** The rewrite, and what a rule decided about it at run time, if one did. */
   def decision: String = (rewrite +: Seq(
     SkewAggLocalStageExec.RunTimeDecision,
-    SkewAggLocalStageExec.RunTimeJoin).flatMap(getTagValue)).mkString("; ")
+    SkewAggLocalStageExec.RunTimeJoin).flatMap(tag => getTagValue(tag))).mkString("; ")
 
   override def simpleString(maxFields: Int): String = s"SkewAggLocalStage [$decision]"
   override def nodeName: String = "SkewAggLocalStage"

@@ -1,7 +1,6 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
-import org.apache.spark.sql.classic
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.{SQLConf, StaticSQLConf}
 
@@ -66,7 +65,7 @@ class BadInputSuite extends SkewAggSuiteBase {
     val key = StaticSQLConf.SPARK_SESSION_EXTENSIONS.key
     val saved = conf.getOption(key)
     conf.set(key, extensions)
-    try new classic.SparkSession(spark.sparkContext)
+    try NewSessions.on(spark.sparkContext)
     finally saved.fold(conf.remove(key))(conf.set(key, _))
   }
 

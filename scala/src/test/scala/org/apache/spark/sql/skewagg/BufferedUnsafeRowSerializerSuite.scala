@@ -43,7 +43,7 @@ class BufferedUnsafeRowSerializerSuite extends AnyFunSuite {
   private def read(serializer: Serializer, in: InputStream): Seq[UnsafeRow] =
     serializer.newInstance().deserializeStream(in).asKeyValueIterator.map { case (_, row) =>
       row.asInstanceOf[UnsafeRow].copy()
-    }.toSeq
+    }.toList // (strict: Scala 2.12's Iterator.toSeq is lazy)
 
   private def buffered(dataSize: SQLMetric = new SQLMetric("size")) =
     new BufferedUnsafeRowSerializer(2, dataSize)

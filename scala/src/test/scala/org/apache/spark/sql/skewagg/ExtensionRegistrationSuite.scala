@@ -31,10 +31,10 @@ class ExtensionRegistrationSuite extends SkewAggSuiteBase {
 
   test("a jar built for another Spark line refuses to start, saying which jar to use") {
     BuildInfo.requireCompatibleSpark(BuildInfo.sparkLine + ".99")
-    val e = intercept[IllegalStateException](BuildInfo.requireCompatibleSpark("3.5.4"))
+    val e = intercept[IllegalStateException](BuildInfo.requireCompatibleSpark("3.4.4"))
     assert(e.getMessage.contains(s"for Spark ${BuildInfo.sparkLine}"), e.getMessage)
-    assert(e.getMessage.contains("cannot run on Spark 3.5.4"), e.getMessage)
-    assert(e.getMessage.contains("built for Spark 3.5"), e.getMessage)
+    assert(e.getMessage.contains("cannot run on Spark 3.4.4"), e.getMessage)
+    assert(e.getMessage.contains("built for Spark 3.4"), e.getMessage)
   }
 
   test("an invalid value for a skewagg config is rejected when set, naming the key") {

@@ -6,7 +6,6 @@ import org.scalactic.source.Position
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
-import org.apache.spark.sql.classic
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AdaptiveSparkPlanHelper}
 import org.apache.spark.sql.execution.exchange.ReusedExchangeExec
@@ -41,7 +40,7 @@ object SharedSkewAggSession {
     val key = StaticSQLConf.SPARK_SESSION_EXTENSIONS.key
     val saved = conf.getOption(key)
     conf.remove(key)
-    try new classic.SparkSession(spark.sparkContext)
+    try NewSessions.on(spark.sparkContext)
     finally saved.foreach(conf.set(key, _))
   }
 }

@@ -7,12 +7,12 @@ import org.apache.spark.sql.catalyst.expressions.{
 import org.apache.spark.sql.catalyst.expressions.aggregate._
 import org.apache.spark.sql.catalyst.planning.PhysicalAggregation
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
-import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.ScalaAggregator
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  PartialAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints
+  Collations, ModeOrders, PartialAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions,
+  SkewAggHints
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotDone, SwitchedOff}
 import org.apache.spark.sql.types._
@@ -88,7 +88,7 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
   private def modeSupported(dataType: DataType): Boolean = dataType match {
     case _: NumericType | BooleanType | DateType | TimestampType | TimestampNTZType => true
     case _: YearMonthIntervalType | _: DayTimeIntervalType => true
-    case s: StringType => UnsafeRowUtils.isBinaryStable(s)
+    case s: StringType => Collations.binaryStable(s)
     case _ => false
   }
 
@@ -116,7 +116,7 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
           // Keys are compared as binary rows: collated strings (equal but not byte-equal) refused.
           !grouping.forall(g =>
             RowOrdering.isOrderable(g.dataType) &&
-              UnsafeRowUtils.isBinaryStable(g.dataType)) ||
+              Collations.binaryStable(g.dataType)) ||
           !sortValue.forall(v => RowOrdering.isOrderable(v.dataType))
       if (refuse) None else Some(build(grouping, aggregates, results, sortValue, child, agg.conf))
     case _ => None
@@ -190,7 +190,7 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
             p.dataType,
             inMemoryRows,
             spillRows)
-        case m: Mode => SortedRunMode(m.child, m.reverseOpt)
+        case m: Mode => SortedRunMode(m.child, ModeOrders.reverseOpt(m))
         case other => other
       }
       a.copy(aggregateFunction = function, mode = Complete)

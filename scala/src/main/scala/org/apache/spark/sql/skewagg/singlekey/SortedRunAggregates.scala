@@ -8,9 +8,8 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.{
 import org.apache.spark.sql.catalyst.trees.{TernaryLike, UnaryLike}
 import org.apache.spark.sql.catalyst.types.PhysicalDataType
 import org.apache.spark.sql.catalyst.util.GenericArrayData
-import org.apache.spark.sql.errors.QueryExecutionErrors
 import org.apache.spark.sql.execution.ExternalAppendOnlyUnsafeRowArray
-import org.apache.spark.sql.skewagg.SpillableRowArrays
+import org.apache.spark.sql.skewagg.{AggregateErrors, SpillableRowArrays}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.types._
 
@@ -161,7 +160,7 @@ case class SortedRunPercentile(
     if (frequency == null || child.eval(input) == null) return 0L
     val count = frequency.asInstanceOf[Number].longValue()
     if (count < 0)
-      throw QueryExecutionErrors.negativeValueUnexpectedError(frequencyExpression, count)
+      throw AggregateErrors.negativeFrequency(frequencyExpression, count)
     count
   }
 

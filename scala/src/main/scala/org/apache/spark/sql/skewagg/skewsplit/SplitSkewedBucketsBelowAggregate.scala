@@ -12,7 +12,7 @@ import org.apache.spark.sql.execution.datasources.BucketingUtils
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.skewagg.{
-  FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
+  FusedAggregates, ScanFiles, SkewAggConf, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
   SkewedPartitions
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Rewritten, SwitchedOff}
@@ -279,7 +279,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
 
   /** The files of the buckets `scan` reads. */
   private def selectedFiles(scan: FileSourceScanExec) =
-    scan.selectedPartitions.toPartitionArray.toSeq.filter { file =>
+    ScanFiles.selected(scan).filter { file =>
       bucketOf(file.toPath.toString).exists(b => scan.optionalBucketSet.forall(_.get(b)))
     }
 

@@ -45,7 +45,7 @@ final class SplitNthValues(nths: Seq[NthValue], input: Seq[Attribute]) extends S
    */
   def seeds(heads: Seq[Seq[(Long, IndexedSeq[UnsafeRow])]]): (Seq[Seq[Seq[Any]]], Seq[Any]) = {
     def nth(i: Int, splits: Seq[Seq[(Long, IndexedSeq[UnsafeRow])]]): Any =
-      splits.iterator.flatMap(_(i)._2).drop(reach(i) - 1).nextOption()
+      splits.iterator.flatMap(_(i)._2).drop(reach(i) - 1).take(1).toList.headOption
         .map(_.get(i, nths(i).dataType)).orNull
     val seeds = heads.indices.map { split =>
       val before = heads.take(split)

@@ -147,21 +147,21 @@ final class SplitOffsets(offsets: Seq[SplitOffset], input: Seq[Attribute]) exten
       seed: Seq[IndexedSeq[UnsafeRow]]): Iterator[InternalRow] = {
     val project = inputs()
     val farthest = leads.map(reach).max
-    val held = mutable.ArrayDeque.empty[(UnsafeRow, UnsafeRow)] // a row, and its inputs
+    val held = mutable.Queue.empty[(UnsafeRow, UnsafeRow)] // a row, and its inputs
     val picked = pickedRow(leads)
     val output = picking(leads, prefix)
     val join = new JoinedRow()
     new Iterator[InternalRow] {
       private def fill(): Unit = while (held.size <= farthest && rows.hasNext) {
         val row = rows.next()
-        held.append((row.asInstanceOf[UnsafeRow].copy(), project(row).copy()))
+        held.enqueue((row.asInstanceOf[UnsafeRow].copy(), project(row).copy()))
       }
 
       override def hasNext: Boolean = { fill(); held.nonEmpty }
 
       override def next(): InternalRow = {
         fill()
-        val (row, _) = held.removeHead()
+        val (row, _) = held.dequeue()
         leads.indices.foreach { j =>
           val i = leads(j)
           val after = reach(i) - 1 // (held now starts right after the row)

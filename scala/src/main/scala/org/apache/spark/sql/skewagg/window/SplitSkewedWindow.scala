@@ -3,14 +3,15 @@ package org.apache.spark.sql.skewagg.window
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.SortOrder
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.execution.{ColumnarRule, FilterExec, ProjectExec, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.ShuffleQueryStageExec
 import org.apache.spark.sql.execution.exchange.{
   ENSURE_REQUIREMENTS, ShuffleExchangeExec, ValidateRequirements
 }
 import org.apache.spark.sql.execution.window.WindowExec
-import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints}
+import org.apache.spark.sql.skewagg.{
+  Collations, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints
+}
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritten, SwitchedOff}
 
 /**
@@ -93,7 +94,7 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
       None
     } else if (keys.isEmpty) {
       refuse("the window has no PARTITION BY: its one partition is not split.")
-    } else if (!keys.forall(k => UnsafeRowUtils.isBinaryStable(k.dataType))) {
+    } else if (!keys.forall(k => Collations.binaryStable(k.dataType))) {
       refuse("a PARTITION BY key is a collated string: keys equal but not byte-equal would be " +
         "routed apart.")
     } else if (!input.nodes.forall(_.expressions.forall(_.deterministic)) ||

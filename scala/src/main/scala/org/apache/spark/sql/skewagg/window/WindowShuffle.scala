@@ -12,6 +12,7 @@ import org.apache.spark.sql.execution.{
 }
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
+import org.apache.spark.sql.skewagg.ShuffleJobs
 import org.apache.spark.util.ThreadUtils
 
 /**
@@ -73,7 +74,7 @@ private[window] object WindowShuffle {
   case class PlannedExchange(exchange: ShuffleExchangeLike, node: SparkPlan)
       extends WindowShuffle {
     override def statistics: Option[MapOutputStatistics] =
-      Option(awaited(exchange.submitShuffleJob()))
+      Option(awaited(ShuffleJobs.submit(exchange)))
     override def specs(sizes: Array[Long]): Seq[ShufflePartitionSpec] = oneSpecPerReducer(sizes)
     override def reading(input: SparkPlan, specs: Seq[ShufflePartitionSpec]): SparkPlan =
       input.transformUp {

@@ -4,7 +4,7 @@ import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  PlanNodes, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggSuiteBase
+  LineFeatures, PlanNodes, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggSuiteBase
 }
 
 import org.apache.spark.sql.skewagg.SkewTestData._
@@ -257,6 +257,7 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
   }
 
   test("EXPLAIN EXTENDED shows the same text through spark.sql.extendedExplainProviders") {
+    assume(LineFeatures.explainProviders, "Spark 3.5 has no extended explain providers")
     withSQLConf(base ++ Seq(
       "spark.sql.extendedExplainProviders" -> "io.skewagg.SkewAggExplainGenerator"): _*) {
       val df = skewedJoinAgg()

@@ -4,9 +4,11 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.SparkThrowable
 import org.apache.spark.sql.{Row, SparkSession}
-import org.apache.spark.sql.execution.{EmptyRelationExec, SparkPlan}
+import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
-import org.apache.spark.sql.skewagg.{PlanNodes, PlanningFallback, PlanShape, RowComparison}
+import org.apache.spark.sql.skewagg.{
+  LineFeatures, PlanNodes, PlanningFallback, PlanShape, RowComparison
+}
 import org.apache.spark.sql.skewagg.{SharedSkewAggSession, SkewAggConf}
 
 /**
@@ -135,7 +137,7 @@ object FuzzRunner {
    * relations; the cause was not found).
    */
   private def emptied(plan: SparkPlan): Boolean =
-    PlanNodes.all(plan).exists(_.isInstanceOf[EmptyRelationExec])
+    PlanNodes.all(plan).exists(LineFeatures.emptyRelation)
 
   /**
    * Plans `sql` with skewagg `on` (None: a session without skewagg), and runs it when `execute`.
@@ -202,7 +204,8 @@ object FuzzRunner {
 
   private def condition(e: Throwable): String = {
     val root = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).collectFirst {
-      case t: SparkThrowable if t.getCondition != null => t.getCondition
+      case t: SparkThrowable if LineFeatures.errorCondition(t) != null =>
+        LineFeatures.errorCondition(t)
     }
     root.getOrElse(e.getClass.getName)
   }

@@ -32,10 +32,11 @@ object FuzzSlice {
   /** `SKEWAGG_FUZZ_SLICE`: `index/count` or `all`; unset, every case. */
   def fromEnv(): FuzzSlice = sys.env.get("SKEWAGG_FUZZ_SLICE").map(parse).getOrElse(Whole)
 
+  private val IndexOfCount = """(\d+)/(\d+)""".r
+
   def parse(text: String): FuzzSlice = text.trim match {
     case "all" => Whole
-    case s"$i/$n" if i.forall(_.isDigit) && n.forall(_.isDigit) && i.nonEmpty && n.nonEmpty =>
-      FuzzSlice(i.toInt, n.toInt)
+    case IndexOfCount(i, n) => FuzzSlice(i.toInt, n.toInt)
     case other =>
       throw new IllegalArgumentException(
         s"SKEWAGG_FUZZ_SLICE=$other: expected index/count (such as 1/4) or all")

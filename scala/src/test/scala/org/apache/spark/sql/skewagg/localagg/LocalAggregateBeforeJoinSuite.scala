@@ -1,6 +1,6 @@
 package org.apache.spark.sql.skewagg.localagg
 
-import org.apache.spark.sql.{AnalysisException, DataFrame, Encoder, Encoders, SparkSession}
+import org.apache.spark.sql.{AnalysisException, Column, DataFrame, Encoder, Encoders, SparkSession}
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.catalyst.expressions.aggregate.PartialMerge
@@ -249,7 +249,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
           SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key -> "1.0"): _*)
       assertLocal(d)
       for (adaptive <- Seq(false, true)) {
-        val (off, on) = (d.plan(on = false, adaptive), d.plan(on = true, adaptive))
+        val (off, on) = (d.plan(false, adaptive), d.plan(true, adaptive))
         assert(mergesAfterJoinShuffle(on), on)
         assert(nodes[ShuffleExchangeLike](on).size == nodes[ShuffleExchangeLike](off).size, on)
       }
@@ -451,7 +451,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
         fact(s, skewed = true).join(dimWithDuplicates(s), "k")
           .groupBy("k", "attr").agg(sum("v")).hint(hint))
       for (adaptive <- Seq(false, true)) {
-        val (off, on) = (byKey.plan(on = false, adaptive), byKey.plan(on = true, adaptive))
+        val (off, on) = (byKey.plan(false, adaptive), byKey.plan(true, adaptive))
         assert(!mergesAboveJoin(on), on)
         assert(nodes[ShuffleExchangeLike](on).size == nodes[ShuffleExchangeLike](off).size, on)
       }
@@ -593,15 +593,17 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
 
   test("left alone before a join that may drop rows: aggregates that may fail on a row") {
     val fails = udf((v: Double) => if (v > 1e9) throw new IllegalStateException("big") else v)
-    for ((f, hint) <- Seq(
-        sum(make_dt_interval(col("i"))) -> "skew_agg",
-        sum(col("d").cast("int")) -> "skew_agg",
-        sum(col("v") / (col("i") + 1)) -> "skew_agg",
-        sum(fails(col("v"))) -> "none")) {
+    // Built where the query is (under `ansi`): a cast takes the session's ANSI mode when it is
+    // made, and Spark 3.5's default is not ANSI.
+    for ((f, hint) <- Seq[(() => Column, String)](
+        (() => sum(make_dt_interval(col("i")))) -> "skew_agg",
+        (() => sum(col("d").cast("int"))) -> "skew_agg",
+        (() => sum(col("v") / (col("i") + 1))) -> "skew_agg",
+        (() => sum(fails(col("v")))) -> "none")) {
       val d = differential(
         s =>
           fact(s, skewed = true).join(dim(s), "k").groupBy("k")
-            .agg(f, sum("v")).hint(hint),
+            .agg(f(), sum("v")).hint(hint),
         ansi: _*)
       assertNotLocal(d)
       val text = SkewAggExplain.explain(d.plan(on = true, adaptive = false))
@@ -610,7 +612,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
       assertLocal(differential(
         s =>
           fact(s, skewed = true).join(dim(s), Seq("k"), "left_outer")
-            .groupBy("k").agg(f, sum("v")).hint("skew_agg"),
+            .groupBy("k").agg(f(), sum("v")).hint("skew_agg"),
         ansi: _*))
     }
     // With the hint, the user's own functions are trusted; what cannot fail is taken either way.
@@ -665,7 +667,40 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
         "SELECT /*+ SKEW_AGG */ k, sum(v) FROM fact_h GROUP BY k HAVING count(*) > 1" -> true,
         "SELECT /*+ SKEW_AGG(k) */ k, sum(v) AS s FROM fact_h GROUP BY k ORDER BY s" -> true)) {
       val aggregates = spark.sql(sql).queryExecution.analyzed.collect { case a: Aggregate => a }
-      assert(aggregates.flatMap(SkewAggHints.of).map(_.force) == Seq(force), sql)
+      assert(aggregates.flatMap(a => SkewAggHints.of(a)).map(_.force) == Seq(force), sql)
+    }
+  }
+
+  test("hints stay on through the optimizer: outputs pruned, projections merged, HAVING") {
+    fact(spark, skewed = true).createOrReplaceTempView("fact_p")
+    dim(spark).createOrReplaceTempView("dim_p")
+    def aggregate(hint: String) = s"SELECT /*+ $hint */ f.k, sum(f.v) AS s, count(*) AS n " +
+      "FROM fact_p f JOIN dim_p d ON f.k = d.k GROUP BY f.k"
+    def queries(hint: String) = Seq(
+      s"SELECT k, s FROM (${aggregate(hint)})", // an output pruned
+      s"SELECT k, s * 2 AS s2, n + 1 AS n1 FROM (${aggregate(hint)})", // a projection merged
+      s"SELECT k, s FROM (${aggregate(hint)}) WHERE n > 2 AND k > 1", // filters pushed
+      aggregate(hint) + " HAVING count(*) > 2 ORDER BY s")
+    for (hint <- Seq("SKEW_AGG", "NO_SKEW_AGG"); sql <- queries(hint)) {
+      val optimized = spark.sql(sql).queryExecution.optimizedPlan
+      val hints = optimized.collect { case a: Aggregate => SkewAggHints.of(a).map(_.name) }
+      assert(hints == Seq(Some(hint)), s"$sql\n$optimized")
+    }
+    // Unhinted, the aggregate is rewritten; NO_SKEW_AGG leaves it alone whatever the optimizer
+    // made of it.
+    assertLocal(run(s => s.sql(aggregate("no_hint"))))
+    queries("NO_SKEW_AGG").foreach(sql => assertNotLocal(run(s => s.sql(sql))))
+  }
+
+  test("a DataFrame's hint is on that DataFrame, not on the one it was built on") {
+    withSQLConf(conf: _*) {
+      val shared = fact(spark, skewed = true).join(dim(spark), "k").groupBy("k")
+        .agg(sum("v").as("s"), count(lit(1)).as("n"))
+      val hinted = shared.hint("no_skew_agg").select("k", "s")
+      hinted.collect()
+      shared.collect()
+      assert(!aggregatesBeforeJoin(hinted.queryExecution.executedPlan))
+      assert(aggregatesBeforeJoin(shared.queryExecution.executedPlan))
     }
   }
 

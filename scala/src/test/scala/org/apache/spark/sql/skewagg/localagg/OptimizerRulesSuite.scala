@@ -2,12 +2,11 @@ package org.apache.spark.sql.skewagg.localagg
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate
-import org.apache.spark.sql.classic
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  Differential, PartialAggregates, SkewAggConf, SkewAggSuiteBase, SkewTestData
+  SessionStates, Differential, PartialAggregates, SkewAggConf, SkewAggSuiteBase, SkewTestData
 }
 
 /**
@@ -129,7 +128,7 @@ class OptimizerRulesSuite extends SkewAggSuiteBase {
   }
 
   test("no skewagg rule runs in Spark's optimizer, so no optimizer rule reads its halves") {
-    val optimizer = spark.asInstanceOf[classic.SparkSession].sessionState.optimizer
+    val optimizer = SessionStates.of(spark).optimizer
     val ours = optimizer.batches.flatMap(_.rules).map(_.getClass.getName)
       .filter(n => n.startsWith("org.apache.spark.sql.skewagg.") || n.startsWith("io.skewagg."))
     assert(ours.isEmpty)
