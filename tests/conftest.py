@@ -10,6 +10,7 @@ from typing import Callable, Dict, Iterator, List, Tuple
 
 import pytest
 from chispa import assert_approx_df_equality
+import pyspark
 from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 
@@ -17,6 +18,12 @@ import skewagg
 from plans import Plan
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # plots render headless
+
+SPARK_LINE: Tuple[int, ...] = tuple(int(p) for p in pyspark.__version__.split(".")[:2])
+"""The installed pyspark's line, for tests of what differs between lines."""
+
+EXPLAIN_SECTIONS = pytest.mark.skipif(
+    SPARK_LINE < (4, 0), reason="Spark's EXPLAIN has extended explain providers from 4.0")
 
 
 
