@@ -15,10 +15,9 @@ import org.apache.spark.sql.execution.SparkPlan
  * local-global plans for an aggregate, skew evidence or not; `/*+ NO_SKEW_AGG */` keeps skewagg
  * away from it. In DataFrames: `df.groupBy(...).agg(...).hint("skew_agg")`. Resolved onto the
  * aggregate itself ([[AggregateHintCarrier]]: `Aggregate.hint` on Spark 4.0+), which the rules
- * read. On a SELECT with window functions
- * and no aggregate below, the hint goes to its windows (a tag on each logical `Window`,
- * [[SkewAggHints.WindowTag]]): SKEW_AGG looks for hot keys in every partition of a window's
- * shuffle, NO_SKEW_AGG leaves the windows to Spark.
+ * read. On a SELECT with window functions and no aggregate below, the hint goes to its windows (a
+ * tag on each logical `Window`, [[SkewAggHints.WindowTag]]): SKEW_AGG looks for hot keys in every
+ * partition of a window's shuffle, NO_SKEW_AGG leaves the windows to Spark.
  */
 case class SkewAggHint(force: Boolean, columns: Seq[String])
     extends AggregateHintCarrier.Carried {
