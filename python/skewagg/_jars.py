@@ -15,12 +15,16 @@ JAR_NAME = re.compile(
     r"^skewagg-spark(?P<line>\d+\.\d+)_(?P<scala>\d+\.\d+)-(?P<version>[^/]+)\.jar$")
 
 
-def spark_line(version: str) -> str:
-    """The major.minor line of a Spark version string: ``"4.0.1"`` -> ``"4.0"``."""
+def _major_minor(version: str, what: str, example: str) -> str:
     match = re.match(r"^(\d+)\.(\d+)", version.strip())
     if not match:
-        raise ValueError(f"not a Spark version: {version!r} (expected e.g. '4.0.1')")
+        raise ValueError(f"not a {what} version: {version!r} (expected e.g. '{example}')")
     return f"{match.group(1)}.{match.group(2)}"
+
+
+def spark_line(version: str) -> str:
+    """The major.minor line of a Spark version string: ``"4.0.1"`` -> ``"4.0"``."""
+    return _major_minor(version, "Spark", "4.0.1")
 
 
 def bundled_jars(jars_dir: Path = JARS_DIR) -> Dict[Tuple[str, str], Path]:
@@ -36,7 +40,7 @@ def bundled_jars(jars_dir: Path = JARS_DIR) -> Dict[Tuple[str, str], Path]:
 
 def supported_spark_lines(jars_dir: Path = JARS_DIR) -> List[str]:
     """The Spark major.minor lines this installation has a jar for."""
-    return sorted({line for line, _ in bundled_jars(jars_dir)}, key=_order)
+    return sorted({line for line, _ in bundled_jars(jars_dir)}, key=line_order)
 
 
 def installed_spark_version() -> str:
@@ -110,9 +114,9 @@ def jar_for(
         if running is not None and spark_line(running[0]) == line:
             scala = running[1]
     if scala is None:
-        return builds[min(builds, key=_order)]
+        return builds[min(builds, key=line_order)]
     if scala not in builds:
-        have = ", ".join(f"Scala {s}" for s in sorted(builds, key=_order))
+        have = ", ".join(f"Scala {s}" for s in sorted(builds, key=line_order))
         raise UnsupportedSparkVersionError(
             f"skewagg has no jar for Spark {line} built with Scala {scala} (it has {have} for "
             f"Spark {line}). A jar of another Scala binary does not load in that Spark. Run a "
@@ -124,13 +128,11 @@ def jar_for(
 
 def scala_binary(version: str) -> str:
     """The binary version of a Scala version string: ``"2.12.18"`` -> ``"2.12"``."""
-    match = re.match(r"^(\d+)\.(\d+)", version.strip())
-    if not match:
-        raise ValueError(f"not a Scala version: {version!r} (expected e.g. '2.13')")
-    return f"{match.group(1)}.{match.group(2)}"
+    return _major_minor(version, "Scala", "2.13")
 
 
-def _order(line: str) -> Tuple[int, ...]:
+def line_order(line: str) -> Tuple[int, ...]:
+    """``"4.10"`` -> ``(4, 10)``: lines compared as numbers."""
     return tuple(int(part) for part in line.split("."))
 
 
@@ -139,7 +141,7 @@ def _unsupported(version: str, line: str, supported: List[str]) -> str:
     from skewagg import __version__
 
     lines = ", ".join(supported)
-    if _order(line) > _order(supported[-1]):
+    if line_order(line) > line_order(supported[-1]):
         advice = (
             "Try the newest skewagg (pip install --upgrade skewagg), which may support it, or "
             f"install a supported pyspark, e.g. pip install 'pyspark=={supported[-1]}.*'."

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from skewagg._bridge import bridge
-from skewagg._jars import installed_spark_version, spark_line
+from skewagg._jars import installed_spark_version, line_order, spark_line
 from skewagg._session import require_loaded
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,8 +34,8 @@ def has_explain_providers(spark_version: Optional[str] = None) -> bool:
     """Whether Spark ``spark_version`` (default: the installed pyspark's) has extended explain
     providers: :func:`explain` works on every line, ``df.explain("extended")``'s skewagg section
     on Spark 4.0+."""
-    line = spark_line(spark_version or installed_spark_version())
-    return tuple(int(p) for p in line.split(".")) >= EXPLAIN_PROVIDERS_SINCE
+    return line_order(spark_line(spark_version or installed_spark_version())) >= \
+        EXPLAIN_PROVIDERS_SINCE
 
 
 def explain_text(df: "DataFrame", run: bool = False) -> str:
