@@ -67,10 +67,10 @@ wheel: jar ## one wheel with every line's jar: dist/skewagg-<version>-py3-none-a
 check-wheel: wheel ## per Spark line: a fresh venv with its pyspark, the wheel installed, a skewed join and percentile off/on
 	build/check-wheel
 
-test: setup-lines ## the README's test command, what CI runs: lint; every Scala suite on every line (each its slice of the fuzz corpus); Python on SPARK_LINE but slow tests, packaging tests on the others
+test: setup-lines ## the README's test command, what CI runs: lint; every Scala suite on every build (slow tests and fuzz cases spread over them); Python on SPARK_LINE but slow tests, packaging tests on the others
 	build/run-tests
 
-test-full: setup-lines ## every test and every fuzz case on every line (run before resolving an issue that changes a rule or an operator)
+test-full: setup-lines ## every test and every fuzz case on every build (run before resolving an issue that changes a rule or an operator)
 	build/run-tests --full
 
 # Every line's project: each formats the shared sources and its own shim directories.
@@ -83,17 +83,17 @@ lint: ## scalafmt (.scalafmt.conf) on every line's sources, and no Scala or Pyth
 format: ## apply scalafmt to every line's sources
 	build/sbt $(foreach p,$(SBT_PROJECTS),$(p)/scalafmtAll)
 
-test-scala: ## every Scala suite on SPARK_LINE (its slice of the fuzz corpus; SKEWAGG_FUZZ_SLICE=all for every case)
+test-scala: ## every Scala test and fuzz case on SPARK_LINE (SKEWAGG_TEST_SLICE=spread: its share of make test)
 	build/sbt $(SBT_PROJECT)/test
 
 PYTEST_ARGS ?=
 test-python: setup ## every Python test on SPARK_LINE (pytest + chispa); PYTEST_ARGS='-m "not slow"' picks some
 	$(WITH_JDK17) $(PY) -m pytest tests $(PYTEST_ARGS)
 
-test-line: setup ## SPARK_LINE's part of make test: every Scala suite, its fuzz slice, the packaging tests
+test-line: setup ## SPARK_LINE's part of make test: its share of the Scala tests and fuzz cases, the packaging tests
 	@echo "== Spark $(SPARK_LINE): started $$(date -u +%H:%M:%S) UTC"
-	build/sbt $(SBT_PROJECT)/test
-	$(WITH_JDK17) $(PY) -m pytest tests -m "packaging and not slow"
+	SKEWAGG_TEST_SLICE=spread build/sbt $(SBT_PROJECT)/test
+	$(WITH_JDK17) $(PY) -m pytest tests -m "packaging and not slow and not cluster"
 
 demo: setup ## the main job: a skewed aggregation run with skewagg off and on
 	$(WITH_JDK17) $(PY) -m skewagg demo

@@ -46,11 +46,22 @@ lazy val mavenProjects = {
   projects
 }
 
-// The suites the Maven Central builds run: registration and one differential suite (the main
-// build of the same line runs every suite on the same Spark release).
-val mavenBuildSuites = Set(
-  "org.apache.spark.sql.skewagg.ExtensionRegistrationSuite",
-  "org.apache.spark.sql.skewagg.localagg.LocalAggregateBeforeJoinSuite")
+// Every build in the order `make test` spreads the slow tests over them (TestSlice): the rows of
+// build/spark-lines, then the also-scala builds.
+val allBuilds = SparkLines.all ++ SparkLines.fromMaven
+
+/**
+ * The tests a build's test JVM runs (`SKEWAGG_TEST_SLICE`, read by TestSlice): with `spread`
+ * (build/run-tests, make test) this build's share of the slow tests, as `index/builds` (each
+ * build as its Spark line and Scala binary: `5/3.5_2.12,4.0_2.13,...,3.5_2.13`);
+ * otherwise what the environment says, `all` when unset.
+ */
+def testSlice(line: SparkLine): String = sys.env.getOrElse("SKEWAGG_TEST_SLICE", "all") match {
+  case "spread" =>
+    val builds = allBuilds.map(b => s"${b.line}_${b.scalaBinary}").mkString(",")
+    s"${allBuilds.indexWhere(_.id == line.id)}/$builds"
+  case other => other
+}
 
 def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
     name := s"skewagg-spark${line.line}",
@@ -86,7 +97,6 @@ def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
     libraryDependencies ++= (if (!line.fromMaven) Nil
                              else Seq("org.apache.spark" %% "spark-sql" % line.pyspark % Provided)),
     libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
-    Test / testOptions ++= (if (!line.fromMaven) Nil else Seq(Tests.Filter(mavenBuildSuites))),
     // The jar records which Spark it was built for; the extension refuses to start on another
     // line.
     Compile / resourceGenerators += Def.task {
@@ -99,18 +109,16 @@ def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
     }.taskValue,
     // Tests and `Test/runMain` run in a forked JVM with the flags Spark needs on Java 17.
     Test / fork := true,
+    // The parallel collector: a test JVM's share of make test ran in 182 s against G1's 199 and
+    // 214 s (docs/testing.md, "Where the time goes").
     Test / javaOptions ++= JavaModuleOptions.of((Compile / dependencyClasspath).value.files) ++
-      Seq("-Xmx4g", "-Dspark.ui.enabled=false"),
+      Seq("-Xmx4g", "-XX:+UseParallelGC", "-Dspark.ui.enabled=false"),
     Test / parallelExecution := false,
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
     Test / run / fork := true,
     Test / baseDirectory := (ThisBuild / baseDirectory).value,
     Test / envVars += ("SKEWAGG_PROJECT_ROOT" -> (ThisBuild / baseDirectory).value.getAbsolutePath),
-    // FuzzSuite runs this line's slice of the fuzz corpus (its row of build/spark-lines), unless
-    // the environment asks for another (`SKEWAGG_FUZZ_SLICE=all`: every case, make test-full).
-    Test / envVars += ("SKEWAGG_FUZZ_SLICE" -> sys.env.getOrElse(
-      "SKEWAGG_FUZZ_SLICE",
-      s"${SparkLines.all.indexWhere(_.line == line.line)}/${SparkLines.all.size}")),
+    Test / envVars += ("SKEWAGG_TEST_SLICE" -> testSlice(line)),
     Compile / packageBin / packageOptions += Package.ManifestAttributes(
       "Spark-Version" -> line.pyspark,
       "Implementation-Version" -> version.value)

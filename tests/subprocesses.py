@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -31,6 +32,37 @@ def run(args: List[str], env: Optional[Dict[str, str]] = None, timeout: int = 30
                           timeout=timeout)
 
 
+class Started:
+    """A child process started now and read later, so that the children of several tests run at
+    the same time (most of a child's time is its JVM starting). Its output goes to files: a full
+    pipe would stop a child while another is being waited for."""
+
+    def __init__(self, args: List[str], env: Optional[Dict[str, str]] = None,
+                 timeout: int = 300) -> None:
+        self._out = tempfile.TemporaryFile("w+")
+        self._err = tempfile.TemporaryFile("w+")
+        self._proc = subprocess.Popen(args, env=env or child_env(), stdout=self._out,
+                                      stderr=self._err, text=True)
+        self._timeout = timeout
+        self._done: Optional[subprocess.CompletedProcess] = None
+
+    def result(self) -> subprocess.CompletedProcess:
+        """Waits for the child (killed after the timeout) and returns what run() would."""
+        if self._done is None:
+            try:
+                self._proc.wait(timeout=self._timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            self._out.seek(0)
+            self._err.seek(0)
+            self._done = subprocess.CompletedProcess(
+                self._proc.args, self._proc.returncode, self._out.read(), self._err.read())
+            self._out.close()
+            self._err.close()
+        return self._done
+
+
 def report(proc: subprocess.CompletedProcess) -> Dict[str, Any]:
     """The JSON after 'REPORT ' in the child's stdout; fails with its output when absent."""
     for line in proc.stdout.splitlines():
@@ -42,8 +74,12 @@ def report(proc: subprocess.CompletedProcess) -> Dict[str, Any]:
     )
 
 
+def spark_submit_args(app: str, *spark_args: str, app_args: Optional[List[str]] = None
+                      ) -> List[str]:
+    return [str(BIN / "spark-submit"), *spark_args, str(APPS / app), *(app_args or [])]
+
+
 def spark_submit(app: str, *spark_args: str, env: Optional[Dict[str, str]] = None,
                  app_args: Optional[List[str]] = None, timeout: int = 300
                  ) -> subprocess.CompletedProcess:
-    return run([str(BIN / "spark-submit"), *spark_args, str(APPS / app), *(app_args or [])],
-               env=env, timeout=timeout)
+    return run(spark_submit_args(app, *spark_args, app_args=app_args), env=env, timeout=timeout)

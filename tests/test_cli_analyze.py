@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from subprocesses import child_env, run
+from subprocesses import Started, child_env, run
 
 # k: a x6, b x2, c x1, d x1 (the hand-computed set of test_report.py).
 ROWS = [(k, i) for i, k in enumerate(["a"] * 6 + ["b"] * 2 + ["c", "d"])]
@@ -41,13 +41,20 @@ def test_parquet_with_a_plot(files: Path) -> None:
 
 
 def test_csv_and_a_bad_key(files: Path) -> None:
-    proc = analyze(str(files / "data.csv"), "--keys", "k", "--format", "csv", "--top", "1")
+    # Three children at once (each is mostly its JVM starting).
+    good, bad, missing = [
+        Started([sys.executable, "-m", "skewagg", "analyze", *args],
+                env=child_env(MPLBACKEND="Agg"))
+        for args in ([str(files / "data.csv"), "--keys", "k", "--format", "csv", "--top", "1"],
+                     [str(files / "data.csv"), "--keys", "nope", "--format", "csv"],
+                     [str(files / "none.parquet"), "--keys", "k"])]
+    proc = good.result()
     assert proc.returncode == 0, proc.stderr
     assert "distinct keys         4 (exact)" in proc.stdout
-    bad = analyze(str(files / "data.csv"), "--keys", "nope", "--format", "csv")
-    assert bad.returncode == 2
+    bad_proc = bad.result()
+    assert bad_proc.returncode == 2
     assert "skewagg: key column 'nope' is not a column of the DataFrame. Available columns: k, v" \
-        in bad.stderr
-    assert "Traceback" not in bad.stderr
-    missing = analyze(str(files / "none.parquet"), "--keys", "k")
-    assert missing.returncode == 2 and "no such file or directory" in missing.stderr
+        in bad_proc.stderr
+    assert "Traceback" not in bad_proc.stderr
+    missing_proc = missing.result()
+    assert missing_proc.returncode == 2 and "no such file or directory" in missing_proc.stderr

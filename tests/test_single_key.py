@@ -3,8 +3,6 @@ and on, in the test session and on a local-cluster of separate executor JVMs."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -37,39 +35,38 @@ def test_percentile_median_and_mode_one_key_at_a_time(spark: SparkSession) -> No
         assert not plans[(False, adaptive)].has(*SINGLE_KEY_AGGREGATES)
 
 
-def _local_cluster_percentiles(tmp_path: Path, *conf: str) -> dict:
-    """tests/apps/single_key_percentile.py on local-cluster[2,1,1024], with `--conf` pairs; fails
-    unless every variant (skewagg off/on x adaptive off/on) returns Spark's rows."""
-    env = child_env(SPARK_HOME=str(_spark_home(tmp_path)))
-    conf_args = [arg for pair in conf for arg in ("--conf", pair)]
+@pytest.fixture(scope="module")
+def cluster_percentiles(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """tests/apps/single_key_percentile.py on local-cluster[2,1,1024] (one cluster for both
+    settings: most of its time is starting the JVMs); fails unless every variant (skewagg off/on x
+    adaptive off/on) of each settings returns Spark's rows."""
+    env = child_env(SPARK_HOME=str(_spark_home(tmp_path_factory.mktemp("cluster"))))
     result = report(spark_submit(
         "single_key_percentile.py", *_submit_args("local-cluster[2,1,1024]"),
-        "--conf", "spark.executor.memory=1g", *conf_args, env=env,
+        "--conf", "spark.executor.memory=1g", env=env,
     ))
-    rows = result["rows"]
-    expected = rows["skewagg=False,adaptive=False"]
-    assert len(expected) == 97
-    for name, actual in rows.items():
-        assert actual == expected, name
+    for settings in ("default", "split"):
+        rows = result[settings]["rows"]
+        expected = rows["skewagg=False,adaptive=False"]
+        assert len(expected) == 97
+        for name, actual in rows.items():
+            assert actual == expected, (settings, name)
     return result
 
 
 @pytest.mark.cluster
-def test_local_cluster_percentiles_match_spark(tmp_path: Path) -> None:
-    result = _local_cluster_percentiles(tmp_path)
-    for name, reported in result["plans"].items():
+def test_local_cluster_percentiles_match_spark(cluster_percentiles: dict) -> None:
+    for name, reported in cluster_percentiles["default"]["plans"].items():
         plan = Plan(**reported)
         assert plan.has(*SINGLE_KEY_AGGREGATES) == name.startswith("skewagg=True"), (name, plan)
 
 
 @pytest.mark.cluster
-def test_local_cluster_split_hot_key_percentiles_match_spark(tmp_path: Path) -> None:
+def test_local_cluster_split_hot_key_percentiles_match_spark(cluster_percentiles: dict) -> None:
     """The same app with hot keys split by value (key 0 holds 30% of 30000 rows): spread over
     tasks on two executor JVMs, still Spark's rows. Planned for 64 task slots: on the cluster's
     2, key 0 is shorter than an even share of the work and is not split."""
-    result = _local_cluster_percentiles(tmp_path, "spark.skewagg.singleKey.split.minKeyRows=1000",
-                                        "spark.skewagg.skew.taskSlots=64")
-    for name, splits in result["splits"].items():
+    for name, splits in cluster_percentiles["split"]["splits"].items():
         if name.startswith("skewagg=True"):
             assert splits["hotKeys"] == 1 and splits["splits"] >= 2, (name, splits)
         else:

@@ -3,13 +3,14 @@ separate executor JVMs (local-cluster)."""
 
 import os
 from pathlib import Path
+from typing import Dict
 
 import pytest
 import pyspark
 
 import skewagg
 from plans import USER_REPARTITION, Plan
-from subprocesses import child_env, report, spark_submit
+from subprocesses import Started, child_env, report, spark_submit, spark_submit_args
 
 pytestmark = pytest.mark.packaging
 
@@ -25,8 +26,17 @@ def _submit_args(master: str) -> list:
     ]
 
 
-def test_spark_submit_with_jars_and_extension_conf() -> None:
-    result = report(spark_submit("report_active.py", *_submit_args("local[2]")))
+@pytest.fixture(scope="module")
+def local_apps() -> Dict[str, Started]:
+    """The two local spark-submit runs, started at once (each is mostly its JVMs starting)."""
+    return {
+        "with": Started(spark_submit_args("report_active.py", *_submit_args("local[2]"))),
+        "without": Started(spark_submit_args("report_active.py", "--master", "local[1]")),
+    }
+
+
+def test_spark_submit_with_jars_and_extension_conf(local_apps: Dict[str, Started]) -> None:
+    result = report(local_apps["with"].result())
     assert result["loaded"] and result["active"]
     assert result["version"].startswith(f"skewagg {skewagg.__version__}")
     assert result["total"] == EXPECTED_TOTAL
@@ -34,8 +44,9 @@ def test_spark_submit_with_jars_and_extension_conf() -> None:
     assert plan.partial_below_exchange(USER_REPARTITION), plan
 
 
-def test_spark_submit_without_the_extension_is_not_active() -> None:
-    result = report(spark_submit("report_active.py", "--master", "local[1]"))
+def test_spark_submit_without_the_extension_is_not_active(
+        local_apps: Dict[str, Started]) -> None:
+    result = report(local_apps["without"].result())
     assert result == {"loaded": False, "active": False}
 
 

@@ -16,7 +16,7 @@ import SkewTestData._
  * default; no such setting before) and `spark.sql.execution.replaceHashWithSortAgg`. Each query
  * runs with both on and both off, and is rewritten the same way either way.
  */
-class FusedAggregatesSuite extends SkewAggSuiteBase {
+class FusedAggregatesSuite extends SkewAggSuiteBase with SpreadOverBuilds {
   private def fusing(on: Boolean): Seq[(String, String)] = Seq(
     FusedAggregatesSuite.CombineAdjacent -> on.toString,
     SQLConf.REPLACE_HASH_WITH_SORT_AGG_ENABLED.key -> on.toString)
@@ -94,7 +94,7 @@ class FusedAggregatesSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("explained from its input, as a partial aggregate would be") {
+  test("explained from its input, as a partial aggregate would be", EveryBuild) {
     withSQLConf(conf ++ fusing(on = true) ++ Seq(
       SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED.key -> "false",
       SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"): _*) {

@@ -4,13 +4,14 @@ import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  LineFeatures, PlanNodes, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggSuiteBase
+  EveryBuild, LineFeatures, PlanNodes, SkewAggConf, SkewAggDecision, SkewAggDecisions,
+  SkewAggSuiteBase, SpreadOverBuilds
 }
 
 import org.apache.spark.sql.skewagg.SkewTestData._
 
 /** The explanation text for each kind of decision, and its section in Spark's EXPLAIN. */
-class SkewAggDecisionsSuite extends SkewAggSuiteBase {
+class SkewAggDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   private val adaptiveOn = SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"
 
@@ -256,7 +257,9 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("EXPLAIN EXTENDED shows the same text through spark.sql.extendedExplainProviders") {
+  test(
+    "EXPLAIN EXTENDED shows the same text through spark.sql.extendedExplainProviders",
+    EveryBuild) {
     assume(LineFeatures.explainProviders, "Spark 3.5 has no extended explain providers")
     withSQLConf(base ++ Seq(
       "spark.sql.extendedExplainProviders" -> "io.skewagg.SkewAggExplainGenerator"): _*) {

@@ -1,19 +1,19 @@
 package org.apache.spark.sql.skewagg.fuzz
 
-import org.apache.spark.sql.skewagg.SkewAggSuiteBase
+import org.apache.spark.sql.skewagg.{SkewAggSuiteBase, TestSlice}
 
 /**
  * The fixed-seed corpus of randomized differential tests that CI runs, spread over the Spark
- * lines: each line runs its own slice of every kind's cases ([[FuzzSlice]]), so the lines
+ * builds: each build runs its own slice of every kind's cases ([[TestSlice]]), so the builds
  * together run the whole corpus once. Every case with skewagg on, then switched off at run time,
  * must give the same rows (or the same error), and with skewagg off vanilla Spark's plan
  * ([[FuzzRunner]]). `make fuzz` runs any number of cases of any seed.
  */
 class FuzzSuite extends SkewAggSuiteBase {
   private val Seed = 20261121L
-  private val slice = FuzzSlice.fromEnv()
+  private val slice = TestSlice.current
 
-  /** This line's cases of `generate` with seed [[Seed]] (`total` in the corpus): none failed. */
+  /** This build's cases of `generate` with seed [[Seed]] (`total` in the corpus): none failed. */
   private def passing(
       total: Int,
       minimum: Int,
@@ -37,8 +37,8 @@ class FuzzSuite extends SkewAggSuiteBase {
 
   private val Cases = total("SKEWAGG_FUZZ_CASES", 200)
 
-  test(s"${slice.describe(Cases, 40)} random cases of seed $Seed: skewagg never changes a result") {
-    val summary = passing(Cases, 40, FuzzGenerator.generate)
+  test(s"${slice.describe(Cases, 30)} random cases of seed $Seed: skewagg never changes a result") {
+    val summary = passing(Cases, 30, FuzzGenerator.generate)
     // The slice must exercise the rewrites, or it proves nothing.
     assert(summary.outcomes.count(_.rewritten) >= summary.outcomes.size / 10, summary.text)
   }
@@ -46,13 +46,13 @@ class FuzzSuite extends SkewAggSuiteBase {
   private val WindowCases = total("SKEWAGG_FUZZ_WINDOW_CASES", 60)
 
   test(
-    s"${slice.describe(WindowCases, 15)} random window cases of seed $Seed: skewagg never " +
+    s"${slice.describe(WindowCases, 10)} random window cases of seed $Seed: skewagg never " +
       "changes a result") {
-    val summary = passing(WindowCases, 15, FuzzGenerator.window)
+    val summary = passing(WindowCases, 10, FuzzGenerator.window)
     val outcomes = summary.outcomes
     assert(outcomes.count(_.rewritten) >= outcomes.size / 10, summary.text)
     // Chains of windows on the same keys (the cases with a window named c0) split too: in the
-    // whole corpus (a line's slice may have none; HotKeySplitWindowSuite splits a chain on each).
+    // whole corpus (a build's slice may have none; HotKeySplitWindowSuite splits a chain).
     val chains = outcomes.filter(_.fuzzCase.query.contains(" AS c0"))
     info(s"${chains.count(_.rewritten)} of ${chains.size} chains of windows rewritten")
     if (slice.whole) assert(chains.exists(_.rewritten), summary.text)
@@ -61,11 +61,11 @@ class FuzzSuite extends SkewAggSuiteBase {
   private val OptimizerWindowCases = total("SKEWAGG_FUZZ_OPTIMIZER_WINDOW_CASES", 60)
 
   test(
-    s"${slice.describe(OptimizerWindowCases, 15)} random cases of windows the optimizer builds, " +
+    s"${slice.describe(OptimizerWindowCases, 10)} random cases of windows the optimizer builds, " +
       s"seed $Seed: skewagg never changes a result") {
-    val summary = passing(OptimizerWindowCases, 15, FuzzGenerator.optimizerWindow)
+    val summary = passing(OptimizerWindowCases, 10, FuzzGenerator.optimizerWindow)
     // Most of these windows keep Spark's plan (docs/window.md); some are split: in the whole
-    // corpus (a line's slice may have none; OptimizerBuiltWindowSuite splits some on each line).
+    // corpus (a build's slice may have none; OptimizerBuiltWindowSuite splits some).
     val split = summary.outcomes.count(_.rewrites.contains("SplitSkewedWindow"))
     info(s"$split of ${summary.outcomes.size} cases with a split window")
     if (slice.whole) assert(split > 0, summary.text)

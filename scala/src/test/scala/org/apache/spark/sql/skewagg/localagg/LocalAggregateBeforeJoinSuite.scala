@@ -11,8 +11,8 @@ import org.apache.spark.sql.expressions.Aggregator
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  Differential, PartialAggregates, SkewAggConf, SkewAggHints, SkewAggLocalStageExec,
-  SkewAggSuiteBase
+  Differential, EveryBuild, PartialAggregates, SkewAggConf, SkewAggHints, SkewAggLocalStageExec,
+  SkewAggSuiteBase, SpreadOverBuilds
 }
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 
@@ -28,7 +28,7 @@ object SumOfSquares extends Aggregator[Double, Double, Double] {
   def outputEncoder: Encoder[Double] = Encoders.scalaDouble
 }
 
-class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
+class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   /** `dim` with duplicate keys: keys divisible by 3 appear twice, key 0 three times. */
   private def dimWithDuplicates(s: SparkSession): DataFrame = dim(s)
@@ -660,7 +660,9 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("SQL hints reach the aggregate, though Spark's analysis rebuilds it (aliases, HAVING)") {
+  test(
+    "SQL hints reach the aggregate, though Spark's analysis rebuilds it (aliases, HAVING)",
+    EveryBuild) {
     fact(spark, skewed = true).createOrReplaceTempView("fact_h")
     for ((sql, force) <- Seq(
         "SELECT /*+ NO_SKEW_AGG */ k, sum(v) FROM fact_h GROUP BY k" -> false,
@@ -671,7 +673,9 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("hints stay on through the optimizer: outputs pruned, projections merged, HAVING") {
+  test(
+    "hints stay on through the optimizer: outputs pruned, projections merged, HAVING",
+    EveryBuild) {
     fact(spark, skewed = true).createOrReplaceTempView("fact_p")
     dim(spark).createOrReplaceTempView("dim_p")
     def aggregate(hint: String) = s"SELECT /*+ $hint */ f.k, sum(f.v) AS s, count(*) AS n " +
@@ -692,7 +696,7 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase {
     queries("NO_SKEW_AGG").foreach(sql => assertNotLocal(run(s => s.sql(sql))))
   }
 
-  test("a DataFrame's hint is on that DataFrame, not on the one it was built on") {
+  test("a DataFrame's hint is on that DataFrame, not on the one it was built on", EveryBuild) {
     withSQLConf(conf: _*) {
       val shared = fact(spark, skewed = true).join(dim(spark), "k").groupBy("k")
         .agg(sum("v").as("s"), count(lit(1)).as("n"))

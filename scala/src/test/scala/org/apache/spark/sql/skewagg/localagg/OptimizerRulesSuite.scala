@@ -6,7 +6,8 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  SessionStates, Differential, PartialAggregates, SkewAggConf, SkewAggSuiteBase, SkewTestData
+  Differential, EveryBuild, PartialAggregates, SessionStates, SkewAggConf, SkewAggSuiteBase,
+  SkewTestData, SpreadOverBuilds
 }
 
 /**
@@ -15,7 +16,7 @@ import org.apache.spark.sql.skewagg.{
  * joins and null-safe keys of decorrelated LATERAL subqueries) give vanilla's rows, and no
  * optimizer rule ever sees skewagg's partial and final halves.
  */
-class OptimizerRulesSuite extends SkewAggSuiteBase {
+class OptimizerRulesSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   /** The settings of the corpus run that found the LATERAL failures (issue 23). */
   private val corpusConf = Seq(
@@ -127,7 +128,9 @@ class OptimizerRulesSuite extends SkewAggSuiteBase {
     assertLocal(runs(2))
   }
 
-  test("no skewagg rule runs in Spark's optimizer, so no optimizer rule reads its halves") {
+  test(
+    "no skewagg rule runs in Spark's optimizer, so no optimizer rule reads its halves",
+    EveryBuild) {
     val optimizer = SessionStates.of(spark).optimizer
     val ours = optimizer.batches.flatMap(_.rules).map(_.getClass.getName)
       .filter(n => n.startsWith("org.apache.spark.sql.skewagg.") || n.startsWith("io.skewagg."))

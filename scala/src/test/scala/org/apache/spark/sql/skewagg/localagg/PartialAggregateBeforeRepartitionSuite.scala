@@ -8,11 +8,12 @@ import org.apache.spark.sql.execution.exchange.{
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  Differential, LineFeatures, PartialAggregates, SkewAggConf, SkewAggSuiteBase, SkewTestData
+  Differential, EveryBuild, LineFeatures, PartialAggregates, SkewAggConf, SkewAggSuiteBase,
+  SkewTestData, SpreadOverBuilds
 }
 
 /** The static rewrite: Spark's partial aggregate with SKEW_AGG, a flushing one without. */
-class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
+class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   /** 30% of rows on key 0, the rest spread over other keys; a null key; NaN and -0.0 values. */
   private def skewed(s: SparkSession): DataFrame = s.range(0, 6000).select(
@@ -105,7 +106,9 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase {
     assertRewritten(d)
   }
 
-  test("single DISTINCT aggregates; multiple DISTINCTs: the hint through Spark's rewrite") {
+  test(
+    "single DISTINCT aggregates; multiple DISTINCTs: the hint through Spark's rewrite",
+    EveryBuild) {
     assertRewritten(differential(s =>
       skewed(s).repartition(col("k")).groupBy("k")
         .agg(countDistinct("i"), sum("v")).hint("skew_agg")))

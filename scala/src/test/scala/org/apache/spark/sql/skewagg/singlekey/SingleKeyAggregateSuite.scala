@@ -6,7 +6,7 @@ import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  LineFeatures, SkewAggConf, SkewAggSuiteBase, StreamingTestSources
+  EveryBuild, LineFeatures, SkewAggConf, SkewAggSuiteBase, SpreadOverBuilds, StreamingTestSources
 }
 import org.apache.spark.sql.skewagg.localagg.SumOfSquares
 import org.apache.spark.sql.streaming.OutputMode
@@ -21,7 +21,7 @@ import org.apache.spark.sql.skewagg.SkewTestData.{holisticTable, percentilesOfV}
  * collect_list has no order guarantee in Spark (its order depends on the partial buffers' merge
  * order), so it is compared sorted (`array_sort`).
  */
-class SingleKeyAggregateSuite extends SkewAggSuiteBase {
+class SingleKeyAggregateSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   private val Rows = 4000
   private val inputs: Seq[(String, SparkSession => DataFrame)] = Seq(
@@ -81,7 +81,9 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
   }
 
   for ((inputName, input) <- inputs; (functionName, select) <- functions) {
-    test(s"$functionName on $inputName input: Spark's rows, one key at a time") {
+    // Modes read shims that differ between lines (ModeOrders, SkewAggModeKeys): every build.
+    val builds = if (functionName.contains("mode")) Seq(EveryBuild) else Nil
+    test(s"$functionName on $inputName input: Spark's rows, one key at a time", builds: _*) {
       val d = differential(onInput(input, sql(select)), SQLConf.SHUFFLE_PARTITIONS.key -> "5")
       for (adaptive <- Seq(false, true)) {
         assert(singleKey(d.plan(on = true, adaptive)).size == 1, d.plan(on = true, adaptive))
@@ -92,7 +94,7 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("interpolated percentiles are the running Spark's to the last bit") {
+  test("interpolated percentiles are the running Spark's to the last bit", EveryBuild) {
     // The differential comparison allows a relative 1e-9 (sums in another order); a percentile
     // is Spark's own arithmetic on the same two values, so it must be equal bit for bit (Spark
     // 4.3 changed that arithmetic: PercentileInterpolation). Except the sign of a zero: where
@@ -158,7 +160,7 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("a spilling key buffer gives the same rows and reports its spill size") {
+  test("a spilling key buffer gives the same rows and reports its spill size", EveryBuild) {
     val query = onInput(inputs.head._2, sql("percentile(v, array(0.1, 0.5, 0.9)), median(v)"))
     val spill = Seq(
       SkewAggConf.SINGLE_KEY_BUFFER_IN_MEMORY_ROWS.key -> "0",
@@ -189,7 +191,7 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("a negative frequency fails as in Spark") {
+  test("a negative frequency fails as in Spark", EveryBuild) {
     val input: SparkSession => DataFrame = s =>
       holisticTable(s, col("id") % 5, 100)
         .withColumn("f", when(col("k") === 2 && col("i") === 3, lit(-1L)).otherwise(lit(1L)))
@@ -227,7 +229,9 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase {
      })
 
   for ((name, query) <- refused) {
-    test(s"left to Spark: $name") {
+    // Collations are a shim (Collations): on every build.
+    val builds = if (name.contains("collated")) Seq(EveryBuild) else Nil
+    test(s"left to Spark: $name", builds: _*) {
       val conf = if (name == "disabled") Seq(SkewAggConf.SINGLE_KEY_ENABLED.key -> "false") else Nil
       val d = differential(onInput(inputs(1)._2, query), conf: _*)
       for (adaptive <- Seq(false, true)) {

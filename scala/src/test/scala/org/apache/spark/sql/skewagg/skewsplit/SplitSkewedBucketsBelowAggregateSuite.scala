@@ -9,15 +9,16 @@ import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  CheapExchanges, Differential, SkewAggConf, SkewAggDecisions, SkewAggLocalStageExec,
-  SkewAggSuiteBase
+  CheapExchanges, Differential, EveryBuild, SkewAggConf, SkewAggDecisions, SkewAggLocalStageExec,
+  SkewAggSuiteBase, SpreadOverBuilds
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, SwitchedOff}
 import org.apache.spark.util.collection.BitSet
 
 import org.apache.spark.sql.skewagg.SkewTestData._
 
-class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with BeforeAndAfterAll {
+class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with SpreadOverBuilds
+    with BeforeAndAfterAll {
   private val Buckets = 16
 
   override def beforeAll(): Unit = {
@@ -150,7 +151,7 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Before
     }
   }
 
-  test("bucket pruning: the rewrite reads only the selected buckets") {
+  test("bucket pruning: the rewrite reads only the selected buckets", EveryBuild) {
     val d = differential(
       s =>
         s.table("bucketed_skewed").where(col("k").isin(0L, 1L, 2L, 3L))

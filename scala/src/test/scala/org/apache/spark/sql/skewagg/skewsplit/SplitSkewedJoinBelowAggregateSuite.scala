@@ -6,11 +6,13 @@ import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{CheapExchanges, Differential, SkewAggConf, SkewAggSuiteBase}
+import org.apache.spark.sql.skewagg.{
+  CheapExchanges, Differential, EveryBuild, SkewAggConf, SkewAggSuiteBase, SpreadOverBuilds
+}
 
 import org.apache.spark.sql.skewagg.SkewTestData._
 
-class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase {
+class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   private def skewJoins(d: Differential, on: Boolean): Int =
     nodes[ShuffledJoin](d.plan(on, adaptive = true)).count(_.isSkewJoin)
@@ -54,7 +56,9 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase {
       conf: _*))
   }
 
-  test("join on the key, then groupBy the key: skewed partition split, partials exchanged") {
+  test(
+    "join on the key, then groupBy the key: skewed partition split, partials exchanged",
+    EveryBuild) {
     assertSplit(run(s =>
       fact(s, skewed = true).join(dim(s), "k").groupBy("k")
         .agg(sum("v"), count(lit(1)), avg("d"), max("i"))))

@@ -7,13 +7,14 @@ import org.apache.spark.sql.execution.exchange.{
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  CheapExchanges, Differential, SkewAggConf, SkewAggLocalStageExec, SkewAggSuiteBase
+  CheapExchanges, Differential, EveryBuild, SkewAggConf, SkewAggLocalStageExec, SkewAggSuiteBase,
+  SpreadOverBuilds
 }
 
 import org.apache.spark.sql.skewagg.SkewTestData._
 
 /** The runtime split of a skewed user repartition below an aggregate (adaptive execution). */
-class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
+class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   /** The flushing partial aggregate before the user's shuffle would remove the skew first. */
   private def run(query: SparkSession => DataFrame, extra: (String, String)*): Differential =
@@ -43,7 +44,9 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase {
       CheapExchanges.isCheapExchange(e)
     }
 
-  test("skewed repartition(k): split reads, partials re-exchanged with the user's partitioning") {
+  test(
+    "skewed repartition(k): split reads, partials re-exchanged with the user's partitioning",
+    EveryBuild) {
     val d = run(s =>
       fact(s, skewed = true).repartition(col("k")).groupBy("k")
         .agg(sum("v"), count(lit(1)), avg("d"), max("i")))

@@ -7,12 +7,13 @@ import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  LineFeatures, Differential, SkewAggConf, SkewAggDecisions, SkewAggSuiteBase, SkewTestData
+  Differential, EveryBuild, LineFeatures, SinceSpark40, SkewAggConf, SkewAggDecisions,
+  SkewAggSuiteBase, SkewTestData, SpreadOverBuilds
 }
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 
 /** Windows over a hot key, split by order ranges at run time (adaptive execution or not). */
-class HotKeySplitWindowSuite extends SkewAggSuiteBase {
+class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   private val conf = SkewTestData.conf ++ Seq(
     SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key -> "100",
@@ -94,7 +95,7 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
         "count(i) OVER (PARTITION BY k) AS ci"))
   }
 
-  test("a column Spark cannot hash (a variant) beside a window without ORDER BY") {
+  test("a column Spark cannot hash (a variant) beside a window without ORDER BY", SinceSpark40) {
     assume(LineFeatures.variants, "Spark 3.5 has no VARIANT type")
     // Checkpointed, so that the variant is a column of the window's input, not computed above.
     val d = differential(
@@ -294,7 +295,7 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase {
       d.plan(on = true, adaptive = false))
   }
 
-  test("integral sums in ANSI mode: the running sum overflows where Spark's does") {
+  test("integral sums in ANSI mode: the running sum overflows where Spark's does", EveryBuild) {
     val unit = Long.MaxValue / 1024
     val big = s"(CASE WHEN (o DIV 10) % 2 = 0 THEN $unit ELSE ${-unit} END)"
     assertSplit(windowed(

@@ -5,7 +5,8 @@ import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.skewagg.{
-  Differential, LineFeatures, SkewAggConf, SkewAggDecisions, SkewAggSuiteBase
+  Differential, EveryBuild, LineFeatures, SinceSpark40, SkewAggConf, SkewAggDecisions,
+  SkewAggSuiteBase, SpreadOverBuilds
 }
 
 /**
@@ -15,7 +16,7 @@ import org.apache.spark.sql.skewagg.{
  * aggregate's running frame without ORDER BY. Each query runs differentially with the window
  * thresholds lowered (the hot key splits) and with the defaults.
  */
-class OptimizerBuiltWindowSuite extends SkewAggSuiteBase {
+class OptimizerBuiltWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   /** The settings of issue 41's run: every hot key of one row splits. */
   private val issueSettings = Seq(
@@ -105,7 +106,9 @@ class OptimizerBuiltWindowSuite extends SkewAggSuiteBase {
     queried(sql, defaults)
   }
 
-  test("issue 41's reproduction: LATERAL ... LIMIT 1 without ORDER BY keeps Spark's window") {
+  test(
+    "issue 41's reproduction: LATERAL ... LIMIT 1 without ORDER BY keeps Spark's window",
+    SinceSpark40) {
     assume(LineFeatures.correlatedLimits, LimitsRefused)
     val query = "select * from t1 join lateral " +
       "(select * from t2 where t1.c1 = t2.c1 and t1.c2 < t2.c2 limit 1)"
@@ -124,7 +127,7 @@ class OptimizerBuiltWindowSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("LATERAL with LIMIT, with and without ORDER BY, with OFFSET") {
+  test("LATERAL with LIMIT, with and without ORDER BY, with OFFSET", SinceSpark40) {
     assume(LineFeatures.correlatedLimits, LimitsRefused)
     // Without ORDER BY: only what the correlation fixes (the key, and how many rows).
     assertExact(
@@ -149,7 +152,9 @@ class OptimizerBuiltWindowSuite extends SkewAggSuiteBase {
       SparksPlan)
   }
 
-  test("LATERAL correlated only in its select list, shuffled hash joins, no codegen") {
+  test(
+    "LATERAL correlated only in its select list, shuffled hash joins, no codegen",
+    SinceSpark40) {
     assume(LineFeatures.correlatedLimits, LimitsRefused)
     // Issue 41's `LEFT JOIN int8_tbl i8 ON i8.q2 = 123, LATERAL (SELECT i8.q1, t2.f1 FROM
     // text_tbl t2 LIMIT 1)`: the window partitions the outer column's values.
@@ -163,7 +168,7 @@ class OptimizerBuiltWindowSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("EXISTS, IN and scalar subqueries with LIMIT, correlated by equality or not") {
+  test("EXISTS, IN and scalar subqueries with LIMIT, correlated by equality or not", SinceSpark40) {
     assume(LineFeatures.correlatedLimits, LimitsRefused)
     assertExact(
       "SELECT * FROM d WHERE EXISTS (SELECT t.o FROM t WHERE t.k = d.k AND t.v > d.c LIMIT 1)",
@@ -216,7 +221,9 @@ class OptimizerBuiltWindowSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("a window planned split but run with settings that refuse it runs Spark's window") {
+  test(
+    "a window planned split but run with settings that refuse it runs Spark's window",
+    EveryBuild) {
     val floatingPoint = SkewAggConf.WINDOW_SPLIT_FLOATING_POINT_ENABLED.key
     // Doubles holding small integers: every order of addition gives the same sums.
     val sql = "SELECT k, o, sum(CAST(v AS DOUBLE)) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN " +
