@@ -67,10 +67,10 @@ wheel: jar ## one wheel with every line's jar: dist/skewagg-<version>-py3-none-a
 check-wheel: wheel ## per Spark line: a fresh venv with its pyspark, the wheel installed, a skewed join and percentile off/on
 	build/check-wheel
 
-test: setup-lines ## the README's test command, what CI runs: lint; every Scala suite on every build (slow tests and fuzz cases spread over them); Python on SPARK_LINE but slow tests, packaging tests on the others
+test: setup-lines ## the README's test command, what CI runs: lint; every Scala suite on every line (slow tests and fuzz cases spread over them); Python on SPARK_LINE but slow tests, packaging tests on the others
 	build/run-tests
 
-test-full: setup-lines ## every test and every fuzz case on every build (run before resolving an issue that changes a rule or an operator)
+test-full: setup-lines ## every test and every fuzz case on every line (run before resolving an issue that changes a rule or an operator)
 	build/run-tests --full
 
 # Every line's project: each formats the shared sources and its own shim directories.

@@ -46,20 +46,27 @@ lazy val mavenProjects = {
   projects
 }
 
-// Every build in the order `make test` spreads the slow tests over them (TestSlice): the rows of
-// build/spark-lines, then the also-scala builds.
-val allBuilds = SparkLines.all ++ SparkLines.fromMaven
+// The builds `make test` spreads the slow tests over (TestSlice), in this order: the rows of
+// build/spark-lines.
+val spreadBuilds = SparkLines.all
+
+// The suites the Maven Central builds run (the main build of the same line runs every suite on the
+// same Spark release): registration, the kill switch, bad input, streaming left alone, and a
+// differential suite of the three rewrites' markers.
+val mavenBuildSuites = Set("ExtensionRegistrationSuite", "KillSwitchSuite", "BadInputSuite",
+  "StreamingUntouchedSuite", "SkewAggLocalStageSuite").map("org.apache.spark.sql.skewagg." + _)
 
 /**
  * The tests a build's test JVM runs (`SKEWAGG_TEST_SLICE`, read by TestSlice): with `spread`
  * (build/run-tests, make test) this build's share of the slow tests, as `index/builds` (each
- * build as its Spark line and Scala binary: `5/3.5_2.12,4.0_2.13,...,3.5_2.13`);
+ * build as its Spark line and Scala binary: `4/3.5_2.12,4.0_2.13,...,4.3_2.13`);
  * otherwise what the environment says, `all` when unset.
  */
 def testSlice(line: SparkLine): String = sys.env.getOrElse("SKEWAGG_TEST_SLICE", "all") match {
-  case "spread" =>
-    val builds = allBuilds.map(b => s"${b.line}_${b.scalaBinary}").mkString(",")
-    s"${allBuilds.indexWhere(_.id == line.id)}/$builds"
+  case "spread" if spreadBuilds.contains(line) =>
+    val builds = spreadBuilds.map(b => s"${b.line}_${b.scalaBinary}").mkString(",")
+    s"${spreadBuilds.indexOf(line)}/$builds"
+  case "spread" => "all" // a Maven build runs mavenBuildSuites, none of them spread
   case other => other
 }
 
@@ -97,6 +104,7 @@ def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
     libraryDependencies ++= (if (!line.fromMaven) Nil
                              else Seq("org.apache.spark" %% "spark-sql" % line.pyspark % Provided)),
     libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+    Test / testOptions ++= (if (!line.fromMaven) Nil else Seq(Tests.Filter(mavenBuildSuites))),
     // The jar records which Spark it was built for; the extension refuses to start on another
     // line.
     Compile / resourceGenerators += Def.task {
