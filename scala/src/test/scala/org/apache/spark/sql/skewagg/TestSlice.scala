@@ -4,8 +4,9 @@ package org.apache.spark.sql.skewagg
  * Which share of the slow tests one test JVM runs. `make test` spreads the fuzz corpus and the
  * tests of the suites that mix in [[SpreadOverBuilds]] over the Spark builds (build/run-tests
  * asks build.sbt for it): build `index` of `builds`, each build named by its Spark line and Scala
- * binary in build/spark-lines's order (`SKEWAGG_TEST_SLICE=4/3.5_2.12,4.0_2.13,...,4.3_2.13`). `all` or
- * unset (make test-full, or a developer's `build/sbt spark43/test`) runs every test and case.
+ * binary in build/spark-lines's order (`SKEWAGG_TEST_SLICE=4/3.5_2.12,4.0_2.13,...,4.3_2.13`).
+ * `all` or unset (make test-full, or a developer's `build/sbt spark43/test`) runs every test and
+ * case.
  */
 case class TestSlice(index: Int, builds: IndexedSeq[String]) {
   require(
