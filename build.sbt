@@ -50,9 +50,10 @@ lazy val mavenProjects = {
 // build/spark-lines.
 val spreadBuilds = SparkLines.all
 
-// The suites the Maven Central builds run (the main build of the same line runs every suite on the
-// same Spark release): registration, the kill switch, bad input, streaming left alone, and a
-// differential suite of the three rewrites' markers.
+// The suites the Maven Central builds run in `make test` (the main build of the same line runs
+// every suite on the same Spark release; make test-full runs every suite on them too):
+// registration, the kill switch, bad input, streaming left alone, and a differential suite of the
+// three rewrites' markers.
 val mavenBuildSuites = Set("ExtensionRegistrationSuite", "KillSwitchSuite", "BadInputSuite",
   "StreamingUntouchedSuite", "SkewAggLocalStageSuite").map("org.apache.spark.sql.skewagg." + _)
 
@@ -66,7 +67,7 @@ def testSlice(line: SparkLine): String = sys.env.getOrElse("SKEWAGG_TEST_SLICE",
   case "spread" if spreadBuilds.contains(line) =>
     val builds = spreadBuilds.map(b => s"${b.line}_${b.scalaBinary}").mkString(",")
     s"${spreadBuilds.indexOf(line)}/$builds"
-  case "spread" => "all" // a Maven build runs mavenBuildSuites, none of them spread
+  case "spread" => "all" // a Maven build runs mavenBuildSuites whole
   case other => other
 }
 
@@ -104,7 +105,11 @@ def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
     libraryDependencies ++= (if (!line.fromMaven) Nil
                              else Seq("org.apache.spark" %% "spark-sql" % line.pyspark % Provided)),
     libraryDependencies += "org.scalatest" %% "scalatest" % "3.2.19" % Test,
-    Test / testOptions ++= (if (!line.fromMaven) Nil else Seq(Tests.Filter(mavenBuildSuites))),
+    // make test (SKEWAGG_TEST_SLICE=spread): a Maven build runs mavenBuildSuites only.
+    Test / testOptions ++= {
+      val spread = sys.env.get("SKEWAGG_TEST_SLICE").contains("spread")
+      if (line.fromMaven && spread) Seq(Tests.Filter(mavenBuildSuites)) else Nil
+    },
     // The jar records which Spark it was built for; the extension refuses to start on another
     // line.
     Compile / resourceGenerators += Def.task {
