@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from subprocesses import Started, child_env, run
+from subprocesses import Started, child_env
 
 # k: a x6, b x2, c x1, d x1 (the hand-computed set of test_report.py).
 ROWS = [(k, i) for i, k in enumerate(["a"] * 6 + ["b"] * 2 + ["c", "d"])]
@@ -23,16 +23,17 @@ def files(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path
     return root
 
 
-def analyze(*args: str) -> "object":
-    return run([sys.executable, "-m", "skewagg", "analyze", *args],
-               env=child_env(MPLBACKEND="Agg"))
+def analyze(*args: str) -> Started:
+    """`python -m skewagg analyze` with `args`, started now; `.result()` waits for it."""
+    return Started([sys.executable, "-m", "skewagg", "analyze", *args],
+                   env=child_env(MPLBACKEND="Agg"))
 
 
 @pytest.mark.slow
 def test_parquet_with_a_plot(files: Path) -> None:
     png = files / "skew.png"
     proc = analyze(str(files / "data.parquet"), "--keys", "k", "--partitions", "4",
-                   "--plot", str(png))
+                   "--plot", str(png)).result()
     assert proc.returncode == 0, proc.stderr
     assert "rows                  10" in proc.stdout
     assert "top-1 key share       60.0%" in proc.stdout
@@ -42,12 +43,9 @@ def test_parquet_with_a_plot(files: Path) -> None:
 
 def test_csv_and_a_bad_key(files: Path) -> None:
     # Three children at once (each is mostly its JVM starting).
-    good, bad, missing = [
-        Started([sys.executable, "-m", "skewagg", "analyze", *args],
-                env=child_env(MPLBACKEND="Agg"))
-        for args in ([str(files / "data.csv"), "--keys", "k", "--format", "csv", "--top", "1"],
-                     [str(files / "data.csv"), "--keys", "nope", "--format", "csv"],
-                     [str(files / "none.parquet"), "--keys", "k"])]
+    good = analyze(str(files / "data.csv"), "--keys", "k", "--format", "csv", "--top", "1")
+    bad = analyze(str(files / "data.csv"), "--keys", "nope", "--format", "csv")
+    missing = analyze(str(files / "none.parquet"), "--keys", "k")
     proc = good.result()
     assert proc.returncode == 0, proc.stderr
     assert "distinct keys         4 (exact)" in proc.stdout
