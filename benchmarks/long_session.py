@@ -49,7 +49,8 @@ QUERIES: List[Callable[[SparkSession, int], DataFrame]] = [
     lambda s, i: fact(s, i).repartition(3, "k").groupBy("k").agg(F.avg("v")).hint("skew_agg"),
     lambda s, i: fact(s, i).groupBy("k").agg(F.percentile("v", 0.5), F.count("*")),
 ]
-REWRITE_MARKERS = ("SkewAggLocalStage", "FlushingPartialAggregate", "SingleKeyAggregate")
+REWRITE_MARKERS = ("SkewAggLocalStage", "FlushingPartialAggregate", "SingleKeyAggregate",
+                   "HotKeySplitAggregate")
 
 
 def sample(spark: SparkSession, queries_run: int) -> Dict[str, int]:

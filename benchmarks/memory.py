@@ -81,7 +81,7 @@ def child(args: argparse.Namespace) -> int:
             (F.col("id") * 0.5).alias("v"),
         )
         df = fact.groupBy("k").agg(F.percentile("v", [0.1, 0.5, 0.9]).alias("p"))
-        operator = "SingleKeyAggregate"
+        operator = "HotKeySplitAggregate"
     recorder = TaskTimeRecorder(spark)
     start = time.perf_counter()
     rows, times = recorder.measure(df.collect)  # 1001 small rows (window: 1)

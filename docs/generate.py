@@ -170,7 +170,7 @@ PHASES = [
     ("Adaptive execution:\nquery-stage optimization", ["CoalescePartialResultExchanges",
                                                   "DropUnneededMergeAfterShuffle"]),
     ("Without adaptive execution:\nbefore columnar transitions",
-     ["PlanColumnarHook -> SplitSkewedBucketsBelowAggregate"]),
+     ["SplitSkewedBucketsWithoutAdaptive"]),
     ("Execution and explain", ["SkewAggLocalStage (marker with SQL metrics)",
                                "TaskTimeRecorder (listener)",
                                "SkewAggExplainGenerator (EXPLAIN)"]),

@@ -112,7 +112,7 @@ def test_a_percentile_query_is_explained_as_one_key_at_a_time(spark: SparkSessio
     df = (spark.range(0, 2000).select((F.col("id") % 10).alias("k"), F.col("id").alias("v"))
           .groupBy("k").agg(F.percentile("v", 0.5)))
     text = skewagg.explain_text(df, run=True)
-    assert "(SingleKeyAggregate)" in text, text
-    assert "rewritten: one key at a time (SingleKeyAggregate): 2,000 rows read into 10 keys" \
+    assert "(HotKeySplitAggregate)" in text, text
+    assert "rewritten: one key at a time (HotKeySplitAggregate): 2,000 rows read into 10 keys" \
         in text, text
     assert "no aggregate" not in text, text

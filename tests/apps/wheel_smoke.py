@@ -50,7 +50,7 @@ QUERIES = {
         lambda: spark.sql(f"SELECT k, s FROM ({HINTED.format(hint='/*+ NO_SKEW_AGG */')})"),
         None),
     "hot-key percentile": (lambda: fact.groupBy("k").agg(F.percentile("v", F.lit(0.5))),
-                           "SingleKeyAggregate"),
+                           "HotKeySplitAggregate"),
     "window over a hot key": (
         lambda: ordered.select("k", "o", F.sum("v").over(by_o).alias("running")),
         "HotKeySplitWindow"),

@@ -11,8 +11,8 @@ import org.apache.spark.sql.skewagg.localagg.{
 import org.apache.spark.sql.skewagg.singlekey.PlanHolisticAggregatesSortBased
 import org.apache.spark.sql.skewagg.window.{SplitSkewedWindow, SplitSkewedWindowWithoutAdaptive}
 import org.apache.spark.sql.skewagg.skewsplit.{
-  CoalescePartialResultExchanges, PlanColumnarHook, SplitSkewedBucketsBelowAggregate,
-  SplitSkewedJoinBelowAggregate, SplitSkewedShuffleBelowAggregate
+  CoalescePartialResultExchanges, SplitSkewedBucketsWithoutAdaptive,
+  SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate, SplitSkewedShuffleBelowAggregate
 }
 
 /**
@@ -27,7 +27,7 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     BuildInfo.requireCompatibleSpark(SPARK_VERSION)
     // Config registry: make every spark.skewagg.* key known to SQLConf, so bad values fail at set,
     // and fail the session start on an invalid value in the job's config, naming it.
-    SessionStart.checkSkewAggValues()
+    SkewAggConf.registerAndCheckActiveContext()
     // Listed twice in spark.sql.extensions: the rules are registered once.
     if (!RegisterOnce.firstTime(extensions)) return
 
@@ -76,7 +76,7 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectQueryStageOptimizerRule(s => physical(DropUnneededMergeAfterShuffle(s)))
     // Before columnar transitions (non-adaptive plans' only post-exchange hook): the same
     // planning-time rewrites for plans that adaptive execution does not handle.
-    extensions.injectColumnar(s => columnar(PlanColumnarHook(s)))
+    extensions.injectColumnar(s => columnar(SplitSkewedBucketsWithoutAdaptive(s)))
     // Before columnar transitions, without adaptive execution: the hot keys of a window's
     // partitions split by ranges of its order if its shuffle is skewed when it runs.
     extensions.injectColumnar(s => columnar(SplitSkewedWindowWithoutAdaptive(s)))

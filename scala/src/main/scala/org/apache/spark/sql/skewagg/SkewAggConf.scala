@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg
 
 import scala.util.control.NonFatal
 
-import org.apache.spark.SparkConf
+import org.apache.spark.{SparkConf, SparkContext}
 import org.apache.spark.internal.config.{ConfigBuilder, ConfigEntry, TypedConfigBuilder}
 import org.apache.spark.network.util.ByteUnit
 import org.apache.spark.sql.internal.SQLConf
@@ -128,6 +128,14 @@ object SkewAggConf {
    */
   def checkValues(conf: SparkConf): Unit =
     entries.foreach(e => conf.getOption(e.key).foreach(e.valueConverter))
+
+  /**
+   * At session start: registers the settings with SQLConf (this object's initialisation) and
+   * checks the running SparkContext's config ([[checkValues]]), so an invalid value fails
+   * `getOrCreate()` naming the key, not the session's first query inside Spark.
+   */
+  def registerAndCheckActiveContext(): Unit =
+    SparkContext.getActive.foreach(sc => checkValues(sc.conf))
 
   /** What `entry` accepts. */
   def validValues(entry: ConfigEntry[_]): ValidValues = valid(entry.key)

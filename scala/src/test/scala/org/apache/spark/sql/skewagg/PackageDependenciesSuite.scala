@@ -9,12 +9,13 @@ import org.scalatest.funsuite.AnyFunSuite
 
 /**
  * The package rules of docs/architecture.md ("Packages"), checked on the main sources (every
- * Spark line's shims included): the core package `org.apache.spark.sql.skewagg` uses no feature
- * package (`org.apache.spark.sql.skewagg.<feature>`), a feature package uses no other feature
- * package, and only `io.skewagg` uses `io.skewagg`. A use is an import (absolute, or relative to
- * an enclosing package) or a fully qualified name in code; comments and string literals do not
- * count. The package table of docs/architecture.md (and of its source, docs/src) lists every
- * package and, in its row, every file of it.
+ * Spark line's shims included), in tiers: the kernel `org.apache.spark.sql.skewagg` uses no other
+ * skewagg package; a library (`org.apache.spark.sql.skewagg.<library>`, one of [[Libraries]])
+ * uses the kernel only; a feature package (every other `org.apache.spark.sql.skewagg.<feature>`)
+ * uses the kernel and libraries, no other feature; only `io.skewagg` uses `io.skewagg`. A use is
+ * an import (absolute, or relative to an enclosing package) or a fully qualified name in code;
+ * comments and string literals do not count. The package table of docs/architecture.md (and of
+ * its source, docs/src) lists every package and, in its row, every file of it.
  */
 class PackageDependenciesSuite extends AnyFunSuite {
   import PackageDependenciesSuite._
@@ -25,9 +26,10 @@ class PackageDependenciesSuite extends AnyFunSuite {
     assert(sources.exists(_.pkg == Core), sources.map(_.path))
     assert(sources.exists(_.pkg == EntryPoints), sources.map(_.path))
     assert(features(sources).nonEmpty, sources.map(_.path))
+    assert(Libraries.subsetOf(features(sources)), sources.map(_.path))
   }
 
-  test("core uses no feature package, and no feature package uses another") {
+  test("the kernel uses no other package, a library the kernel only, a feature no other feature") {
     val problems = violations(sources)
     assert(problems.isEmpty, problems.mkString("\n", "\n", "\n"))
   }
@@ -62,6 +64,12 @@ class PackageDependenciesSuite extends AnyFunSuite {
       source("b/Split.scala", s"package $Core.skewsplit\n\nimport $feature.GroupingKeyMap\n"),
       source("b/Single.scala", s"package $Core\npackage singlekey\n\nobject A { localagg.X }\n"),
       source("c/Uses.scala", s"package $feature\n\nimport io.skewagg.BuildInfo\n"),
+      source("f/Lib1.scala", s"package $Core.hotkey\n\nimport $feature.GroupingKeyMap\n"),
+      source("f/Lib2.scala", s"package $Core.hotkey\n\nimport $Core.ansi.WrappingLongSum\n"),
+      source("f/Core5.scala", s"package $Core\n\nimport $Core.hotkey.HotKeyRanges\n"),
+      source(
+        "f/FeatureUsesLibs.scala",
+        s"package $feature\n\nimport $Core.hotkey.HotKeyRanges\nimport $Core.SkewAggConf\n"),
       source(
         "d/Fine.scala",
         s"package $Core.explain\n\nimport $Core.SkewAggConf\n" +
@@ -79,11 +87,15 @@ class PackageDependenciesSuite extends AnyFunSuite {
       "Core4.scala:3",
       "Split.scala:3",
       "Single.scala:4",
-      "Uses.scala:3").foreach { at =>
+      "Uses.scala:3",
+      "Lib1.scala:3",
+      "Lib2.scala:3",
+      "Core5.scala:3").foreach { at =>
       assert(found.exists(_.contains(s"/$at: ")), s"$at not found in:\n${found.mkString("\n")}")
     }
     assert(
-      !found.exists(f => f.contains("Fine.scala") || f.contains("Entry.scala")),
+      !found.exists(f =>
+        Seq("Fine.scala", "Entry.scala", "FeatureUsesLibs.scala").exists(f.contains)),
       found.mkString("\n"))
   }
 }
@@ -92,10 +104,16 @@ object PackageDependenciesSuite {
   val Core = "org.apache.spark.sql.skewagg"
   val EntryPoints = "io.skewagg"
 
+  /** The subpackages of the kernel that features share: they use the kernel only. */
+  val Libraries: Set[String] = Set("hotkey", "ansi")
+
   /** A main source file: its path, directory and file name, package and code. */
   case class Source(path: String, dir: String, name: String, pkg: String, code: String) {
 
-    /** The feature package this file is in (`localagg` for `...skewagg.localagg.x`), if any. */
+    /**
+     * The subpackage (feature or library) this file is in (`localagg` for
+     * `...skewagg.localagg.x`), if any.
+     */
     def feature: Option[String] = featureOf(pkg)
   }
 
@@ -117,6 +135,9 @@ object PackageDependenciesSuite {
     else None
 
   def features(sources: Seq[Source]): Set[String] = sources.flatMap(_.feature).toSet
+
+  private def tier(subpackage: String): String =
+    if (Libraries(subpackage)) "library" else "feature package"
 
   /**
    * The main sources under `root`: scala/src/main/scala and every shim directory
@@ -179,7 +200,7 @@ object PackageDependenciesSuite {
 
   /** Every use that breaks the package rules, as `path:line: what`. */
   def violations(sources: Seq[Source]): Seq[String] = {
-    val featureNames = features(sources)
+    val featureNames = features(sources) ++ Libraries
     sources.flatMap { source =>
       val lines = source.code.split("\n", -1)
       uses(source, featureNames).flatMap { case (line, used) =>
@@ -189,8 +210,11 @@ object PackageDependenciesSuite {
             !source.pkg.startsWith(EntryPoints + ".")) {
             Some(s"only $EntryPoints may use $EntryPoints")
           } else if (source.pkg == Core && usedFeature.isDefined) {
-            Some(s"the core package uses feature package $used")
-          } else if (source.feature.isDefined && usedFeature.isDefined &&
+            Some(s"the kernel uses ${tier(usedFeature.get)} $used")
+          } else if (source.feature.exists(Libraries) && usedFeature.isDefined &&
+            usedFeature != source.feature) {
+            Some(s"library ${source.pkg} uses ${tier(usedFeature.get)} $used")
+          } else if (source.feature.isDefined && usedFeature.exists(f => !Libraries(f)) &&
             usedFeature != source.feature) {
             Some(s"feature package ${source.pkg} uses another feature package, $used")
           } else None

@@ -59,7 +59,7 @@ class PlanningFallbackSuite extends SkewAggSuiteBase with SpreadOverBuilds with 
     "SplitSkewedWindow" -> true,
     "CoalescePartialResultExchanges" -> true,
     "DropUnneededMergeAfterShuffle" -> true,
-    "PlanColumnarHook" -> false,
+    "SplitSkewedBucketsWithoutAdaptive" -> false,
     "SplitSkewedWindowWithoutAdaptive" -> false)
 
   private val everyShapeConf = conf :+ (SQLConf.BUCKETING_ENABLED.key -> "true")

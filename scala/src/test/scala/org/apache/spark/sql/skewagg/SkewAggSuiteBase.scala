@@ -35,14 +35,9 @@ object SharedSkewAggSession {
     .tap(s => println(s"== the test session runs Spark ${s.version}"))
 
   /** A session on the same SparkContext built without any extension: what vanilla Spark plans. */
-  lazy val vanilla: SparkSession = {
-    val conf = spark.sparkContext.conf
-    val key = StaticSQLConf.SPARK_SESSION_EXTENSIONS.key
-    val saved = conf.getOption(key)
-    conf.remove(key)
-    try NewSessions.on(spark.sparkContext)
-    finally saved.foreach(conf.set(key, _))
-  }
+  lazy val vanilla: SparkSession = ConfScopes.withSparkConf(
+    spark.sparkContext.conf,
+    StaticSQLConf.SPARK_SESSION_EXTENSIONS.key -> None)(NewSessions.on(spark.sparkContext))
 }
 
 /** The plans and rows of one query run with skewagg off and on, adaptive execution off and on. */
@@ -69,19 +64,8 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
   }
 
   /** Runs `body` with the settings `pairs` (a null value unsets the key), then restores them. */
-  protected def withSQLConf[T](pairs: (String, String)*)(body: => T): T = {
-    val conf = spark.conf
-    val saved = pairs.map { case (k, _) => k -> conf.getOption(k) }
-    pairs.foreach {
-      case (k, null) => conf.unset(k)
-      case (k, v) => conf.set(k, v)
-    }
-    try body
-    finally saved.foreach {
-        case (k, Some(v)) => conf.set(k, v)
-        case (k, None) => conf.unset(k)
-      }
-  }
+  protected def withSQLConf[T](pairs: (String, String)*)(body: => T): T =
+    ConfScopes.withSession(spark.conf, pairs: _*)(body)
 
   /** The executed plan after the query ran; for adaptive queries the final plan. */
   protected def executedPlan(df: DataFrame): SparkPlan = df.queryExecution.executedPlan match {

@@ -18,9 +18,8 @@ import org.apache.spark.sql.catalyst.plans.logical.{
 import org.apache.spark.sql.execution.{PlanLater, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.adaptive.LogicalQueryStage
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{
-  SessionStates, SkewAggConf, SkewAggDecisions, SkewAggHints, WrappingLongSum
-}
+import org.apache.spark.sql.skewagg.{SessionStates, SkewAggConf, SkewAggDecisions, SkewAggHints}
+import org.apache.spark.sql.skewagg.ansi.WrappingLongSum
 import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
 import org.apache.spark.sql.types.{Decimal, DecimalType}
 import org.apache.spark.util.Utils

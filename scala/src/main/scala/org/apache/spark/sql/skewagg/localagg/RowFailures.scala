@@ -12,7 +12,7 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.{
   Count, Covariance, First, HyperLogLogPlusPlus, Last, Max, MaxMinBy, Min, Percentile, Sum
 }
 import org.apache.spark.sql.catalyst.optimizer.NormalizeNaNAndZero
-import org.apache.spark.sql.skewagg.{EvalModes, WrappingLongSum}
+import org.apache.spark.sql.skewagg.ansi.{EvalModes, WrappingLongSum}
 import org.apache.spark.sql.types.{
   AtomicType, DataType, DayTimeIntervalType, Decimal, DecimalType, DoubleType, FloatType,
   IntegralType, NumericType, StringType, YearMonthIntervalType

@@ -16,10 +16,8 @@ import org.apache.spark.sql.execution.{
 import org.apache.spark.sql.execution.metric.{
   SQLMetric, SQLMetrics, SQLShuffleReadMetricsReporter, SQLShuffleWriteMetricsReporter
 }
-import org.apache.spark.sql.skewagg.{
-  ExternalSorts, HotKeyRanges, RoutingShuffle, SkewAggAggregateExec, SkewAggConf, SplitRanks,
-  TaskSlots
-}
+import org.apache.spark.sql.skewagg.{SkewAggAggregateExec, SkewAggConf, TaskSlots}
+import org.apache.spark.sql.skewagg.hotkey.{ExternalSorts, HotKeyRanges, RoutingShuffle}
 
 /**
  * [[SingleKeyAggregateExec]] whose hot keys are split by value across several tasks, so that the
@@ -81,17 +79,19 @@ case class HotKeySplitAggregateExec(
       sparkContext,
       "percentiles interpolated between two splits")) ++ readMetrics ++ writeMetrics
 
-  // Still a SingleKeyAggregate (one key at a time), with hot keys split: plans name it so.
-  override def nodeName: String = "SingleKeyAggregate"
+  override def nodeName: String = "HotKeySplitAggregate"
 
   override def decision: String =
-    SingleKeyAggregateExec.describe(longMetric("numInputRows"), longMetric("numOutputRows")) +
+    SingleKeyAggregateExec.describe(
+      nodeName,
+      longMetric("numInputRows"),
+      longMetric("numOutputRows")) +
       getTagValue(HotKeySplitAggregateExec.Split).fold("")("; " + _)
 
   override def simpleString(maxFields: Int): String = {
     val keys = truncatedString(groupingAttributes, "[", ", ", "]", maxFields)
     val functions = truncatedString(aggregateExpressions, "[", ", ", "]", maxFields)
-    s"SingleKeyAggregate(key=$keys, functions=$functions, sortedBy=${sortValue.sql}, " +
+    s"$nodeName(key=$keys, functions=$functions, sortedBy=${sortValue.sql}, " +
       "hotKeys=splitByValue)"
   }
 

@@ -11,8 +11,7 @@ import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.ScalaAggregator
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  Collations, ModeOrders, PartialAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions,
-  SkewAggHints
+  Collations, PartialAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotDone, SwitchedOff}
 import org.apache.spark.sql.types._

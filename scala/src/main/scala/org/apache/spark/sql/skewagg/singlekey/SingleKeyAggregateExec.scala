@@ -53,7 +53,10 @@ case class SingleKeyAggregateExec(
   override def nodeName: String = "SingleKeyAggregate"
 
   override def decision: String =
-    SingleKeyAggregateExec.describe(longMetric("numInputRows"), longMetric("numOutputRows"))
+    SingleKeyAggregateExec.describe(
+      nodeName,
+      longMetric("numInputRows"),
+      longMetric("numOutputRows"))
 
   override def simpleString(maxFields: Int): String = {
     val keys = truncatedString(groupingAttributes, "[", ", ", "]", maxFields)
@@ -88,8 +91,8 @@ case class SingleKeyAggregateExec(
 object SingleKeyAggregateExec {
 
   /** "one key at a time (SingleKeyAggregate): 1,000,000 rows read into 1,000 keys". */
-  def describe(rowsRead: SQLMetric, keys: SQLMetric): String =
-    f"one key at a time (SingleKeyAggregate): ${rowsRead.value}%,d rows read into " +
+  def describe(operator: String, rowsRead: SQLMetric, keys: SQLMetric): String =
+    f"one key at a time ($operator): ${rowsRead.value}%,d rows read into " +
       f"${keys.value}%,d keys"
 
   /** `functions` with the percentile key buffers' spilled bytes added to `spillSize`. */

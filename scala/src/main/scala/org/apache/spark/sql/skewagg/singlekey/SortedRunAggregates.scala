@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.trees.{TernaryLike, UnaryLike}
 import org.apache.spark.sql.catalyst.types.PhysicalDataType
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.execution.ExternalAppendOnlyUnsafeRowArray
-import org.apache.spark.sql.skewagg.{AggregateErrors, SpillableRowArrays}
+import org.apache.spark.sql.skewagg.hotkey.SpillableRowArrays
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.types._
 

@@ -4,15 +4,13 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
-import org.apache.spark.sql.execution.{
-  ColumnarRule, FileSourceScanExec, SortExec, SparkPlan, UnionExec
-}
+import org.apache.spark.sql.execution.{FileSourceScanExec, SortExec, SparkPlan, UnionExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.datasources.BucketingUtils
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.skewagg.{
-  FusedAggregates, ScanFiles, SkewAggConf, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
+  FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
   SkewedPartitions
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Rewritten, SwitchedOff}
@@ -20,7 +18,8 @@ import org.apache.spark.util.collection.BitSet
 
 /**
  * Physical rule, run once the plan's exchanges are in place (adaptive: query-stage preparation;
- * otherwise: before columnar transitions, the only later hook; see [[PlanColumnarHook]]).
+ * otherwise: before columnar transitions, the only later hook; see
+ * [[SplitSkewedBucketsWithoutAdaptive]]).
  *
  * Matches: the aggregates Spark planned for one aggregate over a bucketed file scan, through
  * Project, Filter, Expand and Sort only (no exchange), the top one relying on the bucketing for
@@ -302,18 +301,4 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     }
 
   private val RowGroups = TreeNodeTag[Option[Seq[FileRowGroups]]]("skewagg.bucketRowGroups")
-}
-
-/**
- * Without adaptive execution Spark offers no physical-plan hook after `EnsureRequirements`
- * except the columnar rules, so planning-time rewrites that must see the final exchanges run
- * there too. Under adaptive execution the same rules already ran in query-stage preparation, and
- * they decide from the same plan facts, so running them again on a stage is a no-op.
- */
-case class PlanColumnarHook(session: SparkSession) extends ColumnarRule {
-  private val rules = Seq(SplitSkewedBucketsBelowAggregate(session))
-
-  override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
-    override def apply(plan: SparkPlan): SparkPlan = rules.foldLeft(plan)((p, r) => r(p))
-  }
 }

@@ -21,9 +21,9 @@ import org.apache.spark.sql.execution.metric.{
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  ExternalSorts, HotKeyRanges, RoutingShuffle, SkewAggConf, SkewAggHints, SkewAggLocalStageExec,
-  SkewAggWindowExec, SkewedPartitions
+  SkewAggConf, SkewAggHints, SkewAggLocalStageExec, SkewAggWindowExec, SkewedPartitions
 }
+import org.apache.spark.sql.skewagg.hotkey.{ExternalSorts, HotKeyRanges, RoutingShuffle}
 import org.apache.spark.util.CompletionIterator
 
 /**

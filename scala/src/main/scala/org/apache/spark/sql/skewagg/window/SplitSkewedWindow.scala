@@ -3,7 +3,7 @@ package org.apache.spark.sql.skewagg.window
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.SortOrder
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{ColumnarRule, FilterExec, ProjectExec, SortExec, SparkPlan}
+import org.apache.spark.sql.execution.{FilterExec, ProjectExec, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.ShuffleQueryStageExec
 import org.apache.spark.sql.execution.exchange.{
   ENSURE_REQUIREMENTS, ShuffleExchangeExec, ValidateRequirements
@@ -182,14 +182,4 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
       down(sortInput, Nil)
     case _ => None
   }
-}
-
-/**
- * Without adaptive execution Spark offers no physical-plan hook after `EnsureRequirements` but
- * the columnar rules: [[SplitSkewedWindow]] over the exchanges Spark planned, before columnar
- * transitions. (Under adaptive execution the windows' shuffles are query stages by then, which
- * this does not match.)
- */
-case class SplitSkewedWindowWithoutAdaptive(session: SparkSession) extends ColumnarRule {
-  override def preColumnarTransitions: Rule[SparkPlan] = SplitSkewedWindow(session, false)
 }

@@ -10,7 +10,8 @@ import org.apache.spark.sql.catalyst.expressions.{
 }
 import org.apache.spark.sql.catalyst.expressions.aggregate.{DeclarativeAggregate, First, Last, Sum}
 import org.apache.spark.sql.execution.ExternalAppendOnlyUnsafeRowArray
-import org.apache.spark.sql.skewagg.{EvalModes, SpillableRowArrays, WrappingLongSum}
+import org.apache.spark.sql.skewagg.ansi.{EvalModes, WrappingLongSum}
+import org.apache.spark.sql.skewagg.hotkey.SpillableRowArrays
 import org.apache.spark.sql.types.IntegralType
 
 /**

@@ -4,15 +4,9 @@ import scala.concurrent.Future
 import scala.concurrent.duration.Duration
 
 import org.apache.spark.MapOutputStatistics
-import org.apache.spark.rdd.RDD
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.Attribute
-import org.apache.spark.sql.execution.{
-  CoalescedPartitionSpec, LeafExecNode, ShufflePartitionSpec, SparkPlan
-}
+import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
-import org.apache.spark.sql.skewagg.ShuffleJobs
 import org.apache.spark.util.ThreadUtils
 
 /**
@@ -81,16 +75,4 @@ private[window] object WindowShuffle {
         case n if n eq node => ShuffleSpecsReadExec(node.output, exchange, specs)
       }
   }
-}
-
-/** The `specs` of a planned exchange's shuffle (its map stage run), rows of `output`. */
-case class ShuffleSpecsReadExec(
-    output: Seq[Attribute],
-    exchange: ShuffleExchangeLike,
-    specs: Seq[ShufflePartitionSpec])
-    extends LeafExecNode {
-  override protected def doExecute(): RDD[InternalRow] =
-    exchange.getShuffleRDD(specs.toArray).asInstanceOf[RDD[InternalRow]]
-  override def simpleString(maxFields: Int): String =
-    s"ShuffleSpecsRead ${specs.size} specs of ${exchange.nodeName} ${output.mkString(", ")}"
 }

@@ -9,7 +9,8 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.{
   AggregateExpression, Average, Complete, Count, DeclarativeAggregate, First, Last, Max, Min, Sum
 }
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{EvalModes, SkewAggConf}
+import org.apache.spark.sql.skewagg.SkewAggConf
+import org.apache.spark.sql.skewagg.ansi.EvalModes
 import org.apache.spark.sql.types.{DataType, DecimalType, FractionalType, IntegralType, LongType}
 
 /**

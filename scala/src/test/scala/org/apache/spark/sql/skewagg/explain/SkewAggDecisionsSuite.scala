@@ -139,10 +139,12 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
   private def percentileQuery(): DataFrame =
     fact(spark, skewed = true).groupBy("k").agg(percentile(col("v"), lit(0.5)))
 
-  /** "one key at a time (SingleKeyAggregate): 20,000 rows read into 701 keys", for `fact`. */
-  private def oneKeyAtATime: String = {
+  /** "one key at a time (HotKeySplitAggregate): 20,000 rows read into 701 keys", for `fact`. */
+  private def oneKeyAtATime: String = oneKeyAtATime("HotKeySplitAggregate")
+
+  private def oneKeyAtATime(operator: String): String = {
     val keys = fact(spark, skewed = true).select("k").distinct().count()
-    f"rewritten: one key at a time (SingleKeyAggregate): 20,000 rows read into $keys%,d keys"
+    f"rewritten: one key at a time ($operator): 20,000 rows read into $keys%,d keys"
   }
 
   test("a percentile query: one key at a time, its hot key split, with the sample's numbers") {
@@ -165,7 +167,7 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     }
     withSQLConf(base :+ (SkewAggConf.SINGLE_KEY_SPLIT_ENABLED.key -> "false"): _*) {
       val text = explainAfterRun(percentileQuery())
-      assert(text.contains(oneKeyAtATime), text)
+      assert(text.contains(oneKeyAtATime("SingleKeyAggregate")), text)
       assert(
         text.contains("hot keys not split by value: switched off " +
           "(spark.skewagg.singleKey.split.enabled=false)."),
@@ -201,7 +203,7 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       val mode = fact(spark, skewed = true).groupBy("k").agg(expr("mode(i)"))
       val text = explainAfterRun(mode)
       assert(text.contains("computing [mode(i)]"), text)
-      assert(text.contains(oneKeyAtATime), text)
+      assert(text.contains(oneKeyAtATime("SingleKeyAggregate")), text)
       assert(text.contains("hot keys not split by value: only percentiles are split"), text)
       val collect = fact(spark, skewed = true).groupBy("k").agg(collect_list("i"))
       val text2 = explainAfterRun(collect)
@@ -214,7 +216,7 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       val collect = fact(spark, skewed = true).groupBy("k").agg(collect_list("i"))
       val text = explainAfterRun(collect)
       assert(text.contains("computing [collect_list(i)]"), text)
-      assert(text.contains(oneKeyAtATime), text)
+      assert(text.contains(oneKeyAtATime("SingleKeyAggregate")), text)
       assert(text.contains("hot keys not split by value: only percentiles are split"), text)
     }
   }

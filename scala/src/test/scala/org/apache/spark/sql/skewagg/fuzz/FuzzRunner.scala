@@ -7,7 +7,7 @@ import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
 import org.apache.spark.sql.skewagg.{
-  LineFeatures, PlanNodes, PlanningFallback, PlanShape, RowComparison
+  ConfScopes, LineFeatures, PlanNodes, PlanningFallback, PlanShape, RowComparison
 }
 import org.apache.spark.sql.skewagg.{SharedSkewAggSession, SkewAggConf}
 
@@ -112,19 +112,15 @@ object FuzzRunner {
   /** `body` with the case's settings and tables in `spark`; restored and dropped afterwards. */
   private def withCase[T](spark: SparkSession, c: FuzzCase)(body: => T): T = {
     val conf = spark.conf
-    val keys = c.conf.map(_._1) :+ SkewAggConf.ENABLED.key
-    val saved = keys.map(k => k -> conf.getOption(k))
-    try {
-      c.conf.foreach { case (k, v) => conf.set(k, v) }
-      c.setUp(spark)
-      body
-    } finally {
-      c.cleanup.foreach(s =>
-        try spark.sql(s)
-        catch { case NonFatal(_) => })
-      saved.foreach {
-        case (k, Some(v)) => conf.set(k, v)
-        case (k, None) => conf.unset(k)
+    ConfScopes.restoring(conf, c.conf.map(_._1) :+ SkewAggConf.ENABLED.key) {
+      try {
+        c.conf.foreach { case (k, v) => conf.set(k, v) }
+        c.setUp(spark)
+        body
+      } finally {
+        c.cleanup.foreach(s =>
+          try spark.sql(s)
+          catch { case NonFatal(_) => })
       }
     }
   }
@@ -187,6 +183,7 @@ object FuzzRunner {
     "SplitSkewedShuffleBelowAggregate" -> "skewed repartition read in splits",
     "SplitSkewedBucketsBelowAggregate" -> "skewed buckets read unbucketed",
     "PlanHolisticAggregatesSortBased" -> "SingleKeyAggregate",
+    "PlanHolisticAggregatesSortBased" -> "HotKeySplitAggregate",
     "SplitSkewedWindow" -> "HotKeySplitWindow")
 
   /**
@@ -200,7 +197,12 @@ object FuzzRunner {
 
   /** Names that appear in an executed plan only when a skewagg rewrite happened. */
   val SkewAggOperators: Seq[String] =
-    Seq("SkewAggLocalStage", "FlushingPartialAggregate", "SingleKeyAggregate", "HotKeySplitWindow")
+    Seq(
+      "SkewAggLocalStage",
+      "FlushingPartialAggregate",
+      "SingleKeyAggregate",
+      "HotKeySplitAggregate",
+      "HotKeySplitWindow")
 
   private def condition(e: Throwable): String = {
     val root = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).collectFirst {

@@ -187,7 +187,7 @@ class SingleKeyAggregateSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       assert(op.metrics("numOutputRows").value == 101)
       assert(op.metrics("numInputRows").value == Rows)
       assert(op.metrics("spillSize").value == 0)
-      assert(executedPlan(df).treeString.contains("SingleKeyAggregate(key=[k#"))
+      assert(executedPlan(df).treeString.contains("HotKeySplitAggregate(key=[k#"))
     }
   }
 

@@ -7,7 +7,7 @@ import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  Differential, EveryBuild, LineFeatures, SinceSpark40, SkewAggConf, SkewAggDecisions,
+  ConfScopes, Differential, EveryBuild, LineFeatures, SinceSpark40, SkewAggConf, SkewAggDecisions,
   SkewAggSuiteBase, SkewTestData, SpreadOverBuilds
 }
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
@@ -265,15 +265,13 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
   test("the routing shuffle through Spark's serialized writer, which moves rows' bytes") {
     // (A shuffle of more partitions than the bypass threshold is written by the sort writer of
     // serialized records; the threshold is read as each shuffle is registered.)
-    val sparkConf = spark.sparkContext.conf
-    val key = "spark.shuffle.sort.bypassMergeThreshold"
-    val saved = sparkConf.getOption(key)
-    sparkConf.set(key, "0")
-    try {
+    ConfScopes.withSparkConf(
+      spark.sparkContext.conf,
+      "spark.shuffle.sort.bypassMergeThreshold" -> Some("0")) {
       assertSplit(windowed(
         "sum(v) OVER (PARTITION BY k ORDER BY i) AS s, rank() OVER (PARTITION BY k ORDER BY i) " +
           "AS r, lag(f, 2) OVER (PARTITION BY k ORDER BY o) AS lg"))
-    } finally saved.fold(sparkConf.remove(key))(sparkConf.set(key, _))
+    }
   }
 
   test("a window's shuffle reused (one side of a union of the same window twice)") {
