@@ -4,9 +4,12 @@ import org.apache.spark.sql.catalyst.expressions.{Alias, Expression, NamedExpres
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Partial, PartialMerge}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.execution.{
-  ExpandExec, FilterExec, InputAdapter, ProjectExec, SparkPlan, WholeStageCodegenExec
+  ExpandExec, FilterExec, InputAdapter, ProjectExec, SortExec, SparkPlan, WholeStageCodegenExec
 }
-import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, QueryStageExec}
+import org.apache.spark.sql.execution.adaptive.{
+  AdaptiveSparkPlanExec, AQEShuffleReadExec, QueryStageExec
+}
+import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.execution.aggregate.{
   BaseAggregateExec, HashAggregateExec, ObjectHashAggregateExec, SortAggregateExec
 }
@@ -36,6 +39,47 @@ object PartialAggregates {
   def withoutCodegen(plan: SparkPlan): SparkPlan = plan match {
     case w: WholeStageCodegenExec => withoutCodegen(w.child)
     case i: InputAdapter => withoutCodegen(i.child)
+    case other => other
+  }
+
+  /**
+   * The nodes below the final aggregate `agg` down to the next final aggregate: the phases of
+   * `agg` (partial aggregates, exchanges, stages, markers), through adaptive plans, query stages
+   * and reused exchanges.
+   */
+  def phasesBelow(agg: SparkPlan): Seq[SparkPlan] = agg.children.flatMap(phasesFrom)
+
+  private def phasesFrom(plan: SparkPlan): Seq[SparkPlan] = plan match {
+    case a: BaseAggregateExec if !isPartial(a) => Nil
+    case _: SkewAggAggregateExec => Nil
+    case a: AdaptiveSparkPlanExec => phasesFrom(a.executedPlan)
+    case s: QueryStageExec => s +: phasesFrom(s.plan)
+    case r: ReusedExchangeExec => r +: phasesFrom(r.child)
+    case other => other +: other.children.flatMap(phasesFrom)
+  }
+
+  /** The bottom partial aggregate that feeds `agg` through exchanges, stages and wrappers. */
+  def bottomPartialBelow(agg: SparkPlan): Option[SparkPlan] = {
+    def down(plan: SparkPlan): Option[SparkPlan] = plan match {
+      case a: BaseAggregateExec if isPartial(a) => down(a.child).orElse(Some(a))
+      case _: WholeStageCodegenExec | _: InputAdapter | _: AQEShuffleReadExec |
+          _: SkewAggLocalStageExec | _: ShuffleExchangeLike | _: SortExec =>
+        down(plan.children.head)
+      case s: QueryStageExec => down(s.plan)
+      case r: ReusedExchangeExec => down(r.child)
+      case p if belowRowLocal(p) ne p => down(belowRowLocal(p))
+      case _ => None
+    }
+    agg.children.headOption.flatMap(down)
+  }
+
+  /** The first node below `plan` that is not a wrapper, a sort or a row-local operator. */
+  def inputBelow(plan: SparkPlan): SparkPlan = plan match {
+    case s: SortExec => inputBelow(s.child)
+    case w: WholeStageCodegenExec => inputBelow(w.child)
+    case i: InputAdapter => inputBelow(i.child)
+    case r: AQEShuffleReadExec => inputBelow(r.child)
+    case p if belowRowLocal(p) ne p => inputBelow(belowRowLocal(p))
     case other => other
   }
 

@@ -1,8 +1,8 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
-import org.apache.spark.sql.execution.exchange.ReusedExchangeExec
+import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanHelper, QueryStageExec}
+import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
 
 /**
  * Walking executed plans with Spark's [[AdaptiveSparkPlanHelper]] (through adaptive plans and
@@ -30,6 +30,15 @@ object PlanNodes extends AdaptiveSparkPlanHelper {
     visit(plan, -1)
     nodes.result()
   }
+
+  /**
+   * `plan` and the nodes below it down to the first exchanges (shuffle exchanges, query stages,
+   * reused exchanges, which are included): the nodes of `plan`'s own stage.
+   */
+  def downToExchanges(plan: SparkPlan): Seq[SparkPlan] = plan +: (plan match {
+    case _: QueryStageExec | _: ReusedExchangeExec | _: ShuffleExchangeLike => Nil
+    case other => other.children.flatMap(downToExchanges)
+  })
 
   private def inputs(node: SparkPlan): Seq[SparkPlan] = node match {
     case r: ReusedExchangeExec => Seq(r.child)

@@ -7,7 +7,7 @@ import scala.util.control.NonFatal
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.catalyst.trees.{TreeNode, TreeNodeTag}
+import org.apache.spark.sql.catalyst.trees.TreeNode
 import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.adaptive.AQEShuffleReadRule
 import org.apache.spark.sql.execution.exchange.ShuffleOrigin
@@ -18,17 +18,15 @@ import org.apache.spark.sql.internal.SQLConf
  * one of these guards ([[io.skewagg.SkewAggExtensions]]). When the wrapped step throws a
  * non-fatal exception, the guard returns what Spark would have had without it (the rule's input
  * plan; no plan from the strategy, so Spark's own strategies plan the node), logs one warning
- * naming the step and the exception, and records the fallback as a tag on the plan it was given,
- * which `skewagg.explain` / [[SkewAggDecisions]] print. Errors at run time, inside skewagg's
- * operators, are not caught: they are bugs to fix, not to hide.
+ * naming the step and the exception, and records the fallback on the plan it was given
+ * ([[SkewAggDecision.FellBack]]), which `skewagg.explain` prints. Errors at run time, inside
+ * skewagg's operators, are not caught: they are bugs to fix, not to hide.
  *
  * Deliberate analysis errors of skewagg's own checks ([[SkewAggAnalysisException]]: a hint naming
  * a missing column) pass through. `spark.skewagg.test.failRule=<step name>` makes a step throw
  * where it runs, to test this path.
  */
 object PlanningFallback extends Logging {
-  val Tag: TreeNodeTag[Seq[String]] = TreeNodeTag[Seq[String]]("skewagg.fallback")
-
   private val fallbacks = new AtomicLong()
   @volatile private var lastText = ""
 
@@ -37,9 +35,6 @@ object PlanningFallback extends Logging {
 
   /** The text of the last fallback in this JVM. */
   def last: String = lastText
-
-  /** The fallbacks recorded on `node`. */
-  def recorded(node: TreeNode[_]): Seq[String] = node.getTagValue(Tag).getOrElse(Nil)
 
   /** `step(input)`, or `fallback` with the failure recorded on `input`. */
   private def guarded[O](name: String, input: TreeNode[_], fallback: => O)(step: => O): O = {
@@ -52,11 +47,11 @@ object PlanningFallback extends Logging {
       case e: SkewAggAnalysisException => throw e
       case NonFatal(e) =>
         fallbacks.incrementAndGet()
-        val text = s"$name failed while planning ($e); Spark's own plan was kept for that step."
-        lastText = text
-        if (!recorded(input).contains(text)) {
-          logWarning(s"skewagg: $text")
-          input.setTagValue(Tag, recorded(input) :+ text)
+        val fellBack = SkewAggDecision.FellBack(name, e.toString)
+        lastText = fellBack.text
+        if (!SkewAggDecisions.fellBack(input).contains(fellBack)) {
+          logWarning(s"skewagg: ${fellBack.text}")
+          SkewAggDecisions.note(input, fellBack)
         }
         fallback
     }

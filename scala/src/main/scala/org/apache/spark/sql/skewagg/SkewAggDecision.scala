@@ -4,9 +4,12 @@ import org.apache.spark.internal.config.ConfigEntry
 import org.apache.spark.sql.internal.SQLConf
 
 /**
- * What a skewagg rule decided about one aggregate, recorded where it decided
- * ([[SkewAggDecisions.record]]) and printed, never re-derived, by the explanation. Each kind says
- * what the rule saw: the numbers it rewrote on, the switch that stopped it, or why it refused.
+ * What skewagg decided, recorded where it decided ([[SkewAggDecisions]]) and printed, never
+ * re-derived, by the explanation and the Python bridge: about an aggregate (rewritten, switched
+ * off, not skewed, refused, a part not done), about a rewrite once its query ran ([[AtRunTime]]:
+ * on the operator or marker concerned), or about a planning step that failed ([[FellBack]]). Each
+ * kind says what was seen: the numbers a rewrite was decided on, the switch that stopped it, or
+ * why it was refused.
  */
 sealed trait SkewAggDecision {
 
@@ -16,9 +19,9 @@ sealed trait SkewAggDecision {
 
 object SkewAggDecision {
 
-  /** Rewritten by `rewrite`, with the numbers it decided on. */
-  final case class Rewritten(rewrite: String) extends SkewAggDecision {
-    override def text: String = s"rewritten: $rewrite"
+  /** Rewritten: `what` rewrite, with the numbers it was decided on. */
+  final case class Rewritten(what: String) extends SkewAggDecision {
+    override def text: String = s"rewritten: $what"
   }
 
   /**
@@ -110,5 +113,20 @@ object SkewAggDecision {
   /** Part of a rewrite not done (e.g. hot keys not split), beside the rewrite that was done. */
   final case class NotDone(part: String, reason: String) extends SkewAggDecision {
     override def text: String = s"$part: $reason"
+  }
+
+  /**
+   * Decided while the query ran, about `step` of a rewrite (the merge after a join's shuffle, the
+   * join below a local aggregate, a hot-key split): `what` it found and did, with its numbers.
+   * A later decision about the same step replaces it ([[SkewAggDecisions.note]]).
+   */
+  final case class AtRunTime(step: String, what: String) extends SkewAggDecision {
+    override def text: String = what
+  }
+
+  /** The planning step `step` threw `error`: the query kept Spark's own plan for that step. */
+  final case class FellBack(step: String, error: String) extends SkewAggDecision {
+    override def text: String =
+      s"$step failed while planning ($error); Spark's own plan was kept for that step."
   }
 }

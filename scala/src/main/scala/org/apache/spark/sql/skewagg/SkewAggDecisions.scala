@@ -36,8 +36,44 @@ object SkewAggDecisions {
    */
   def record(aggregate: LogicalPlan, decision: SkewAggDecision): Unit = add(aggregate, decision)
 
+  /**
+   * Records `decision` on `node` only (an operator or marker that decided about itself, or the
+   * plan a failed planning step was given); an [[SkewAggDecision.AtRunTime]] replaces the one
+   * recorded before for the same step.
+   */
+  def note(node: TreeNode[_], decision: SkewAggDecision): Unit = {
+    decision match {
+      case SkewAggDecision.AtRunTime(step, _) =>
+        node.setTagValue(
+          Tag,
+          of(node).filter {
+            case SkewAggDecision.AtRunTime(`step`, _) => false
+            case _ => true
+          })
+      case _ =>
+    }
+    add(node, decision)
+  }
+
   /** The decisions recorded on `node`. */
   def of(node: TreeNode[_]): Seq[SkewAggDecision] = node.getTagValue(Tag).getOrElse(Nil)
+
+  /**
+   * What rules decided about the aggregate or window `node` is (or a stage below one): not what
+   * an operator noted about its own run, nor fallbacks.
+   */
+  def aboutAggregate(node: TreeNode[_]): Seq[SkewAggDecision] = of(node).filter {
+    case _: SkewAggDecision.AtRunTime | _: SkewAggDecision.FellBack => false
+    case _ => true
+  }
+
+  /** What `node` decided while the query ran, in the order its steps were first decided. */
+  def atRunTime(node: TreeNode[_]): Seq[SkewAggDecision.AtRunTime] =
+    of(node).collect { case d: SkewAggDecision.AtRunTime => d }
+
+  /** The planning steps that fell back with `node` as their input. */
+  def fellBack(node: TreeNode[_]): Seq[SkewAggDecision.FellBack] =
+    of(node).collect { case d: SkewAggDecision.FellBack => d }
 
   private def add(node: TreeNode[_], decision: SkewAggDecision): Unit = {
     val before = of(node)

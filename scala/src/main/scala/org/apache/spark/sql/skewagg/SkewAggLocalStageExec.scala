@@ -5,7 +5,6 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
 import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, ExprCode}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
-import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.{CodegenSupport, SQLExecution, SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
@@ -46,7 +45,10 @@ trait SkewAggWindowExec extends SkewAggRewriteExec { self: SparkPlan =>
  * the rewrite with the numbers it was decided on, e.g. `SkewAggLocalStage [skew split of the
  * join below the aggregate: partition 17 is 42.8 MiB, 54x the median 800.0 KiB]`.
  */
-case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartitions: Int = 0)
+case class SkewAggLocalStageExec(
+    child: SparkPlan,
+    rewrite: SkewAggDecision.Rewritten,
+    skewedPartitions: Int = 0)
     extends UnaryExecNode with CodegenSupport with SkewAggRewriteExec {
 
   override def output: Seq[Attribute] = child.output
@@ -66,10 +68,12 @@ case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartit
     case _ => false
   }
 
-  /** The rewrite, and what a rule decided about it at run time, if one did. */
-  def decision: String = (rewrite +: Seq(
-    SkewAggLocalStageExec.RunTimeDecision,
-    SkewAggLocalStageExec.RunTimeJoin).flatMap(tag => getTagValue(tag))).mkString("; ")
+  /**
+   * The rewrite, and what rules decided about its next steps at run time
+   * ([[SkewAggDecisions.atRunTime]]: the merge after the join's shuffle, the join broadcast).
+   */
+  def decision: String =
+    (rewrite.what +: SkewAggDecisions.atRunTime(this).map(_.what)).mkString("; ")
 
   override def simpleString(maxFields: Int): String = s"SkewAggLocalStage [$decision]"
   override def nodeName: String = "SkewAggLocalStage"
@@ -107,16 +111,14 @@ case class SkewAggLocalStageExec(child: SparkPlan, rewrite: String, skewedPartit
 
 object SkewAggLocalStageExec {
 
-  /** What a rule decided at run time about the rewrite's next step (after its exchange). */
-  val RunTimeDecision: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.runTimeDecision")
-
-  /** What a rule decided at run time about the join the rewrite's rows go into. */
-  val RunTimeJoin: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.runTimeJoin")
-
-  /** `plan` (a partial aggregate) under a local-stage marker, unless already marked. */
+  /**
+   * `plan` (a partial aggregate) under a local-stage marker of the rewrite `rewrite` (what it
+   * did, with its numbers), unless already marked.
+   */
   def mark(plan: SparkPlan, rewrite: String, skewedPartitions: Int = 0): SparkPlan = plan match {
     case marked: SkewAggLocalStageExec => marked
-    case other => SkewAggLocalStageExec(other, rewrite, skewedPartitions)
+    case other =>
+      SkewAggLocalStageExec(other, SkewAggDecision.Rewritten(rewrite), skewedPartitions)
   }
 
   /**

@@ -27,7 +27,7 @@ class FusedAggregatesSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   private def splits(d: Differential, prefix: String): Int =
     nodes[SkewAggLocalStageExec](d.plan(on = true, adaptive = true))
-      .count(_.rewrite.startsWith(prefix))
+      .count(_.rewrite.what.startsWith(prefix))
 
   private def bothWays(extra: (String, String)*)(query: SparkSession => DataFrame)(
       check: (Boolean, Differential) => Unit): Unit = for (fuse <- Seq(true, false)) {

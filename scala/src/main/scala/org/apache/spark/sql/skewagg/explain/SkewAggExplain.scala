@@ -3,15 +3,12 @@ package org.apache.spark.sql.skewagg.explain
 import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
-import org.apache.spark.sql.execution.{
-  FileSourceScanExec, InputAdapter, SortExec, SparkPlan, WholeStageCodegenExec
-}
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{
-  AdaptiveSparkPlanExec, AQEShuffleReadExec, LogicalQueryStage, QueryStageExec,
-  ShuffleQueryStageExec
+  AdaptiveSparkPlanExec, LogicalQueryStage, ShuffleQueryStageExec
 }
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.internal.SQLConf
@@ -85,11 +82,8 @@ object SkewAggExplain {
   private def decideWindow(window: SparkPlan, adaptiveNotRun: Boolean): String = window match {
     case s: SkewAggWindowExec => s"rewritten: ${s.decision}"
     case _ =>
-      def down(plan: SparkPlan): Seq[SparkPlan] = plan +: (plan match {
-        case _: QueryStageExec | _: ReusedExchangeExec | _: ShuffleExchangeLike => Nil
-        case other => other.children.flatMap(down)
-      })
-      val recorded = down(window).flatMap(SkewAggDecisions.of).distinct
+      val recorded =
+        PlanNodes.downToExchanges(window).flatMap(SkewAggDecisions.aboutAggregate).distinct
       if (recorded.nonEmpty) recorded.map(_.text).mkString("\n  ")
       else if (adaptiveNotRun) "not decided yet: the query has not run (skewagg decides on the " +
         "sizes of the window's shuffle once it ran)."
@@ -112,8 +106,8 @@ object SkewAggExplain {
    * the plan's nodes or on the logical plans they were planned from.
    */
   private def fallbacks(plan: SparkPlan): Seq[String] = nodes(plan).flatMap { node =>
-    PlanningFallback.recorded(node) ++ node.logicalLink.toSeq.flatMap(PlanningFallback.recorded)
-  }.distinct
+    SkewAggDecisions.fellBack(node) ++ node.logicalLink.toSeq.flatMap(SkewAggDecisions.fellBack)
+  }.distinct.map(_.text)
 
   private def nodes(plan: SparkPlan): Seq[SparkPlan] = PlanNodes.all(plan)
 
@@ -141,37 +135,9 @@ object SkewAggExplain {
     case other => other.nodeName
   }
 
-  /** The nodes below a final aggregate down to the next final aggregate (its own phases). */
-  private def region(agg: SparkPlan): Seq[SparkPlan] = agg.children.flatMap(regionFrom)
-
-  private def regionFrom(plan: SparkPlan): Seq[SparkPlan] = plan match {
-    case a: BaseAggregateExec if !PartialAggregates.isPartial(a) => Nil
-    case _: SkewAggAggregateExec => Nil
-    case a: AdaptiveSparkPlanExec => regionFrom(a.executedPlan)
-    case s: QueryStageExec => s +: regionFrom(s.plan)
-    case r: ReusedExchangeExec => r +: regionFrom(r.child)
-    case other => other +: other.children.flatMap(regionFrom)
-  }
-
-  /** The bottom partial aggregate that feeds `agg` through exchanges, stages and wrappers. */
-  private def partialBelow(agg: SparkPlan): Option[SparkPlan] = {
-    def down(plan: SparkPlan): Option[SparkPlan] = plan match {
-      case a: BaseAggregateExec if PartialAggregates.isPartial(a) =>
-        down(a.child).orElse(Some(a))
-      case _: WholeStageCodegenExec | _: InputAdapter | _: AQEShuffleReadExec |
-          _: SkewAggLocalStageExec | _: ShuffleExchangeLike | _: SortExec =>
-        down(plan.children.head)
-      case s: QueryStageExec => down(s.plan)
-      case r: ReusedExchangeExec => down(r.child)
-      case p if PartialAggregates.belowRowLocal(p) ne p => down(PartialAggregates.belowRowLocal(p))
-      case _ => None
-    }
-    agg.children.headOption.flatMap(down)
-  }
-
   private def decide(agg: SparkPlan, adaptiveNotRun: Boolean): String = {
     val conf = SQLConf.get
-    val below = region(agg)
+    val below = PartialAggregates.phasesBelow(agg)
     val own = agg match {
       case s: SkewAggAggregateExec => Seq(s"rewritten: ${s.decision}")
       case _ => Nil
@@ -179,7 +145,8 @@ object SkewAggExplain {
     val marked = below.collect { case m: SkewAggLocalStageExec => s"rewritten: ${m.decision}" }
     // Recorded on the plan, or by a strategy on the logical aggregate the plan was planned from.
     val recorded = (agg +: below).flatMap { p =>
-      SkewAggDecisions.of(p) ++ logicalOf(p).toSeq.flatMap(SkewAggDecisions.of)
+      SkewAggDecisions.aboutAggregate(p) ++
+        logicalOf(p).toSeq.flatMap(SkewAggDecisions.aboutAggregate)
     }.distinct
     val rewritten = own ++ marked ++
       recorded.collect { case r: SkewAggDecision.Rewritten => r.text }
@@ -208,7 +175,7 @@ object SkewAggExplain {
     if (!SkewAggConf.enabled(conf)) {
       return s"left alone: skewagg is off (${SkewAggConf.ENABLED.key}=false)."
     }
-    val partial = partialBelow(agg)
+    val partial = PartialAggregates.bottomPartialBelow(agg)
     if ((agg +: partial.toSeq).exists(SkewAggHints.forbidden)) {
       return s"left alone: hint ${SkewAggHints.Forbid}."
     }
@@ -234,9 +201,9 @@ object SkewAggExplain {
       partial: SparkPlan,
       conf: SQLConf,
       adaptiveNotRun: Boolean): String = {
-    val input = inputOf(PartialAggregates.unwrap(partial).children.head)
+    val input = PartialAggregates.inputBelow(PartialAggregates.unwrap(partial).children.head)
     val shuffles: Seq[SparkPlan] = input match {
-      case j: ShuffledJoin => j.children.map(inputOf)
+      case j: ShuffledJoin => j.children.map(PartialAggregates.inputBelow)
       case other => Seq(other)
     }
     val what = if (input.isInstanceOf[ShuffledJoin]) "the join's input shuffles" else "the shuffle"
@@ -270,16 +237,6 @@ object SkewAggExplain {
         "left alone: Spark's own plan already aggregates each task's rows before the shuffle, " +
           "so a hot key's rows are combined per task and there is nothing to split."
     }
-  }
-
-  /** The first node below `plan` that is not a wrapper, a sort or a row-local operator. */
-  private def inputOf(plan: SparkPlan): SparkPlan = plan match {
-    case s: SortExec => inputOf(s.child)
-    case w: WholeStageCodegenExec => inputOf(w.child)
-    case i: InputAdapter => inputOf(i.child)
-    case r: AQEShuffleReadExec => inputOf(r.child)
-    case p if PartialAggregates.belowRowLocal(p) ne p => inputOf(PartialAggregates.belowRowLocal(p))
-    case other => other
   }
 
   private def isShuffle(plan: SparkPlan): Boolean = plan match {

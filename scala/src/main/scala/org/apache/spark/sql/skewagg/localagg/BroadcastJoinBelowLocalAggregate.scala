@@ -13,7 +13,10 @@ import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.EnsureRequirements
 import org.apache.spark.sql.execution.joins.{BroadcastHashJoinExec, ShuffledJoin}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf, SkewAggLocalStageExec}
+import org.apache.spark.sql.skewagg.{
+  PartialAggregates, SkewAggConf, SkewAggDecisions, SkewAggLocalStageExec
+}
+import org.apache.spark.sql.skewagg.SkewAggDecision.AtRunTime
 import org.apache.spark.util.Utils
 
 /**
@@ -73,11 +76,13 @@ case class BroadcastJoinBelowLocalAggregate(session: SparkSession) extends Rule[
     val name = if (side == BuildLeft) "left" else "right"
     val setting = SQLConf.ADAPTIVE_AUTO_BROADCASTJOIN_THRESHOLD.key
     Seq(j.left, j.right).flatMap(stageBelow).flatMap(markerIn).foreach(
-      _.setTagValue(
-        SkewAggLocalStageExec.RunTimeJoin,
-        s"the join broadcast at run time: its $name side's stage holds " +
-          s"${Utils.bytesToString(bytes(stage))}, at most $setting " +
-          s"(${Utils.bytesToString(threshold)})"))
+      SkewAggDecisions.note(
+        _,
+        AtRunTime(
+          "join",
+          s"the join broadcast at run time: its $name side's stage holds " +
+            s"${Utils.bytesToString(bytes(stage))}, at most $setting " +
+            s"(${Utils.bytesToString(threshold)})")))
     Some(joined)
   }
 

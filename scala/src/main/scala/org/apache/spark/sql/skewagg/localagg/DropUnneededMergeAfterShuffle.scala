@@ -6,7 +6,10 @@ import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf, SkewAggLocalStageExec}
+import org.apache.spark.sql.skewagg.{
+  PartialAggregates, SkewAggConf, SkewAggDecisions, SkewAggLocalStageExec
+}
+import org.apache.spark.sql.skewagg.SkewAggDecision.AtRunTime
 
 /**
  * Adaptive query-stage optimizer rule (runs on each new stage's plan, once every stage it reads
@@ -24,12 +27,12 @@ import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggConf, SkewAggLoca
  * unique, such as a table's primary key, then cost no hash aggregation of every row.
  *
  * Records its decision, with the counts, on the local stage's marker
- * ([[SkewAggLocalStageExec.RunTimeDecision]]), which the plan and `skewagg.explain` print.
+ * ([[SkewAggDecision.AtRunTime]]), which the plan and `skewagg.explain` print.
  * Refuses (keeps the merge) when skewagg or `spark.skewagg.join.localAggregate.enabled` is off,
  * and where the rows would reduce at least that much. Without adaptive execution the merge stays.
  */
 case class DropUnneededMergeAfterShuffle(session: SparkSession) extends Rule[SparkPlan] {
-  import DropUnneededMergeAfterShuffle.MergeAfterJoinShuffle
+  import DropUnneededMergeAfterShuffle.{MergeAfterJoinShuffle, Step}
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf, SkewAggConf.JOIN_LOCAL_AGGREGATE_ENABLED)) return plan
@@ -42,14 +45,14 @@ case class DropUnneededMergeAfterShuffle(session: SparkSession) extends Rule[Spa
           val setting = s"${SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key}=$minReduction"
           // 1.0 always merges: the sketch's estimate may exceed the rows by its error.
           if (minReduction > 1.0 && perKey < minReduction) {
-            marker.setTagValue(
-              SkewAggLocalStageExec.RunTimeDecision,
-              s"not merged after the join's shuffle: $counts, below $setting")
+            SkewAggDecisions.note(
+              marker,
+              AtRunTime(Step, s"not merged after the join's shuffle: $counts, below $setting"))
             merge.child
           } else {
-            marker.setTagValue(
-              SkewAggLocalStageExec.RunTimeDecision,
-              s"merged after the join's shuffle: $counts, at least $setting")
+            SkewAggDecisions.note(
+              marker,
+              AtRunTime(Step, s"merged after the join's shuffle: $counts, at least $setting"))
             merge
           }
         }
@@ -77,4 +80,7 @@ object DropUnneededMergeAfterShuffle {
 
   /** Marks the PartialMerge that [[PlanPartialAggregates]] puts after a join's shuffle. */
   val MergeAfterJoinShuffle: TreeNodeTag[Unit] = TreeNodeTag[Unit]("skewagg.mergeAfterJoinShuffle")
+
+  /** The step its decision is about. */
+  private val Step = "merge after the join's shuffle"
 }

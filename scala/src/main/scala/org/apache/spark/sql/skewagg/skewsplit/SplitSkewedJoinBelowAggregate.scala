@@ -2,6 +2,7 @@ package org.apache.spark.sql.skewagg.skewsplit
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.{Cross, Inner, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{OptimizeSkewedJoin, ShuffleQueryStageExec}
@@ -69,8 +70,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
       case partial if isCandidate(partial) =>
         val split = splitJoinBelow(partial)
         if (split.fastEquals(partial)) {
-          // nothing splittable (e.g. the skewed side of an outer join): leave it
-          SkewAggDecisions.record(partial, SplitSkewedJoinBelowAggregate.unsplittable)
+          SkewAggDecisions.record(partial, unsplitReason(partial))
         } else {
           val skew = joinBelow(partial.children.head).toSeq.flatMap(_.children).flatMap(skewOf)
             .maxBy(_.skewed.map(_._2).max)
@@ -81,6 +81,37 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
             skew.skewed.size)
         }
     })
+  }
+
+  /**
+   * Why Spark's split left the skewed join under `partial` whole: every skewed side is one the
+   * join type does not let Spark split (Spark splits the left side of inner, cross, left outer,
+   * semi and anti joins, the right side of inner, cross and right outer joins), or a skewed
+   * partition's map outputs do not fill two pieces of the split size (Spark's: the larger of
+   * `spark.skewagg.skew.minSplitSize` and the side's average partition that is not skewed).
+   */
+  private def unsplitReason(partial: SparkPlan): SkewAggDecision = {
+    val join = joinBelow(partial.children.head).get
+    val canSplit = Seq(
+      Seq(Inner, Cross, LeftOuter, LeftSemi, LeftAnti).contains(join.joinType),
+      Seq(Inner, Cross, RightOuter).contains(join.joinType))
+    val skewed = Seq("left", "right").zip(join.children).zip(canSplit).flatMap {
+      case ((side, child), splittable) =>
+        joinInputSizes(child).map(sizes => (side, sizes, SkewedPartitions.find(sizes, conf)))
+          .filter(_._3.nonEmpty).map((_, splittable))
+    }
+    skewed.collectFirst { case (found, true) => found } match {
+      case None =>
+        SplitSkewedJoinBelowAggregate.unsplittableSide(
+          skewed.map(_._1._1).mkString(" and "),
+          join.joinType.sql)
+      case Some((side, sizes, skew)) =>
+        val other = sizes.indices.filterNot(i => skew.skewed.exists(_._1 == i)).map(sizes(_))
+        val average = if (other.isEmpty) 0L else other.sum / other.size
+        SplitSkewedJoinBelowAggregate.onePiece(
+          s"its $side side's ${SkewAggLocalStageExec.describe("partition", skew)}",
+          math.max(conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE), average))
+    }
   }
 
   /** A partial aggregate reading a not-yet-split shuffled join whose inputs show skew. */
@@ -176,9 +207,19 @@ object SplitSkewedJoinBelowAggregate extends Logging {
   val costModelRefusal: SkewAggDecision = Refused("the join below is skewed, but Spark's default " +
     "adaptive cost model rejects the exchange of partial results skewagg needs. Set " +
     s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=io.skewagg.SkewAggCostEvaluator.")
-  val unsplittable: SkewAggDecision = Refused("the join below is skewed, but the skewed " +
-    "partition is on a side the join type does not let Spark split (e.g. the outer side of an " +
-    "outer join).")
+
+  /** The skewed `sides` of a `joinType` join are sides Spark does not split. */
+  def unsplittableSide(sides: String, joinType: String): SkewAggDecision = Refused(
+    s"the join below is skewed on its $sides side, which Spark does not split in a $joinType " +
+      "join (it splits the left side of inner, left outer, semi and anti joins, the right side " +
+      "of inner and right outer joins).")
+
+  /** `skewed` (what is skewed) fills less than two pieces of the split size `pieceBytes`. */
+  def onePiece(skewed: String, pieceBytes: Long): SkewAggDecision = Refused(
+    s"the join below is skewed ($skewed), but its map outputs do not fill two pieces of " +
+      s"${SkewAggLocalStageExec.bytes(pieceBytes)}, the split size (the larger of " +
+      s"${SkewAggConf.SKEW_MIN_SPLIT_SIZE.key} and the side's average partition), so Spark's " +
+      s"split reads it whole. Lower ${SkewAggConf.SKEW_MIN_SPLIT_SIZE.key} to split it.")
   val switchedOff: SkewAggDecision =
     SwitchedOff("no skew split of the join below", SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)
 

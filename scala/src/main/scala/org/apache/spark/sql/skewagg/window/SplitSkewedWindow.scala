@@ -56,26 +56,30 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     candidates.foldLeft(plan) { case (current, (chain, input)) =>
       decide(chain, input) match {
         case None => current
-        case Some(split) =>
+        case Some((split, rewrite)) =>
           val rewritten = current.transformUp { case w if w eq chain.last => split }
-          if (ValidateRequirements.validate(rewritten)) rewritten
+          // Recorded only once taken: the record also goes on the stages below the windows,
+          // which a plan that keeps the windows reads.
+          val accepted = ValidateRequirements.validate(rewritten)
+          val decision = if (accepted) rewrite
           else {
-            chain.foreach(SkewAggDecisions.record(
-              _,
-              Refused("a node above relies on the window's output being partitioned by its " +
-                "keys (an aggregate on them, or a window on them over other nodes), which " +
-                "splitting a key would break.")))
-            current
+            Refused("a node above relies on the window's output being partitioned by its " +
+              "keys (an aggregate on them, or a window on them over other nodes), which " +
+              "splitting a key would break.")
           }
+          chain.foreach(SkewAggDecisions.record(_, decision))
+          if (accepted) rewritten else current
       }
     }
   }
 
   /**
-   * The split windows, or None with the reason recorded on each: `chain` bottom first, the
-   * bottom one over its sort and `input`.
+   * The split windows and the rewrite's record, or None with the reason recorded on each window:
+   * `chain` bottom first, the bottom one over its sort and `input`.
    */
-  private def decide(chain: Seq[WindowExec], input: WindowInput): Option[SparkPlan] = {
+  private def decide(
+      chain: Seq[WindowExec],
+      input: WindowInput): Option[(SparkPlan, SkewAggDecision)] = {
     val sizes = input.sizes
     val hints = chain.flatMap(SkewAggHints.ofWindow)
     val forced = hints.exists(_.force)
@@ -124,12 +128,12 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
             chain.head.child.asInstanceOf[SortExec].child)
           split.setLogicalLink(chain.last.logicalLink.orNull)
           val what = if (chain.size == 1) "the window's" else s"a chain of ${chain.size} windows'"
-          record(Rewritten(skew.fold(
+          val rewrite = Rewritten(skew.fold(
             s"hot keys of $what partitions split by order if its shuffle is skewed when it runs " +
               "(without adaptive execution its sizes are known only then)")(s =>
             s"hot keys of $what skewed partitions split by order: " +
-              HotKeySplitWindowExec.describe(s, forced))))
-          Some(split)
+              HotKeySplitWindowExec.describe(s, forced)))
+          Some((split, rewrite))
       }
     }
   }

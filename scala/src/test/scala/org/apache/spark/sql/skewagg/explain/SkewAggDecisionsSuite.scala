@@ -102,8 +102,8 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
         .groupBy("k").agg(sum("v"))
       val text = explainAfterRun(outer)
       assert(
-        text.contains("the skewed partition is on a side the join type does not let Spark " +
-          "split"),
+        text.contains("the join below is skewed on its left side, which Spark does not split " +
+          "in a RIGHT OUTER join"),
         text)
       // One map task (a single-partition range) writes the whole repartition.
       val oneWriter = spark.range(0, 20000, 1, 1)
@@ -113,6 +113,26 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
         .repartition(col("k")).groupBy("k").agg(sum("v"))
       val text2 = explainAfterRun(oneWriter)
       assert(text2.contains("one map task wrote each skewed partition"), text2)
+    }
+  }
+
+  test("left alone although skewed: a skewed partition smaller than two pieces of the split") {
+    // The same skewed join, split with pieces of 2 KiB, left whole with pieces of 1 GiB.
+    withSQLConf(base :+ (SkewAggConf.SKEW_MIN_SPLIT_SIZE.key -> "1g"): _*) {
+      val text = explainAfterRun(skewedJoinAgg())
+      assert(
+        text.contains("left alone: the join below is skewed (its left side's partition "),
+        text)
+      assert(
+        text.contains("but its map outputs do not fill two pieces of 1024.0 MiB, the split " +
+          "size (the larger of spark.skewagg.skew.minSplitSize and the side's average " +
+          "partition), so Spark's split reads it whole. Lower spark.skewagg.skew.minSplitSize"),
+        text)
+      assert(!text.contains("does not split in a"), text)
+      assert(!text.contains("rewritten"), text)
+    }
+    withSQLConf(base: _*) {
+      assert(explainAfterRun(skewedJoinAgg()).contains("rewritten: skew split of the join"))
     }
   }
 

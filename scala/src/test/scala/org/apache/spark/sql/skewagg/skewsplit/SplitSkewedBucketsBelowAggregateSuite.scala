@@ -111,7 +111,7 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Spread
       assert(nodes[SortAggregateExec](plan).nonEmpty, plan)
       assert(nodes[UnionExec](plan).size == 1, plan)
       assert(
-        nodes[SkewAggLocalStageExec](plan).map(_.rewrite)
+        nodes[SkewAggLocalStageExec](plan).map(_.rewrite.what)
           .exists(_.startsWith("skewed buckets read unbucketed")),
         plan)
     }
@@ -276,7 +276,7 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Spread
       assert(read.pieces.map(_.rows).sum == hotBucketRows, plan)
       assert(read.pieces.forall(p => p.rows >= 600 && p.rows <= 1400), read.pieces)
       assert(
-        nodes[SkewAggLocalStageExec](plan).map(_.rewrite).exists(r =>
+        nodes[SkewAggLocalStageExec](plan).map(_.rewrite.what).exists(r =>
           r.contains("rows, ") && r.contains(s"read in ${read.pieces.size} pieces of about")),
         plan)
     }

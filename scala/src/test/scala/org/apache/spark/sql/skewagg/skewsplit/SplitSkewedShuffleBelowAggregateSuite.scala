@@ -33,7 +33,7 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase with Spread
 
   private def splitMarkers(d: Differential, adaptive: Boolean): Seq[SkewAggLocalStageExec] =
     nodes[SkewAggLocalStageExec](d.plan(on = true, adaptive))
-      .filter(_.rewrite.startsWith("skewed repartition read in splits"))
+      .filter(_.rewrite.what.startsWith("skewed repartition read in splits"))
 
   /** A user-origin exchange whose input is a partial aggregate: the re-exchange of partials. */
   private def userExchangesOfPartials(

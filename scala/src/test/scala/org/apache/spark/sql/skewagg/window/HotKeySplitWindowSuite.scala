@@ -465,5 +465,7 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     assert(
       windowDecisions(d).exists(_.contains("a node above relies on")),
       s"${windowDecisions(d)}\n${d.plan(on = true, adaptive = true)}")
+    // The split it tried and refused is not recorded as a rewrite.
+    assert(!windowDecisions(d).exists(_.startsWith("rewritten")), windowDecisions(d))
   }
 }
