@@ -2,6 +2,7 @@ package org.apache.spark.sql.skewagg.window
 
 import scala.collection.mutable
 
+import org.apache.spark.sql.skewagg.hotkey.{RoutedSplitSummaries, SplitSummarizer}
 import org.apache.spark.util.AccumulatorV2
 
 /**
@@ -40,4 +41,24 @@ final class RoutedSummaries
     val byTask = value.toSeq.sortBy(_._1).map(_._2)
     (0 until splits).map(i => functions.merge(byTask.flatMap(_.get(i))))
   }
+}
+
+/**
+ * The summaries of window `functions`' splits made as the routing map tasks route their rows, as
+ * the hot-key pipeline takes them: gathered in `accumulator`; a map task's summarizers share one
+ * [[SplitWindowFunctions.Summarizers]].
+ */
+final class RoutedWindowSummaries(accumulator: RoutedSummaries, functions: SplitWindowFunctions)
+    extends RoutedSplitSummaries[SplitSummary] {
+
+  override def summarizers(): () => SplitSummarizer[SplitSummary] = {
+    val shared = new functions.Summarizers
+    () => shared.newSplit()
+  }
+
+  override def add(mapTask: Int, bySplit: Map[Int, SplitSummary]): Unit =
+    accumulator.add(mapTask -> bySplit)
+
+  override def summaries(numSplits: Int): IndexedSeq[SplitSummary] =
+    accumulator.summaries(numSplits, functions)
 }

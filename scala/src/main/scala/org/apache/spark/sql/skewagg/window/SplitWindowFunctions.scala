@@ -11,7 +11,7 @@ import org.apache.spark.sql.catalyst.expressions.{
 import org.apache.spark.sql.catalyst.expressions.aggregate.{DeclarativeAggregate, First, Last, Sum}
 import org.apache.spark.sql.execution.ExternalAppendOnlyUnsafeRowArray
 import org.apache.spark.sql.skewagg.ansi.{EvalModes, WrappingLongSum}
-import org.apache.spark.sql.skewagg.hotkey.SpillableRowArrays
+import org.apache.spark.sql.skewagg.hotkey.{SpillableRowArrays, SplitSummarizer}
 import org.apache.spark.sql.types.IntegralType
 
 /**
@@ -146,7 +146,8 @@ final class SplitWindowFunctions(
   }
 
   /** A split's summary built a row at a time (the rows are not kept, but for dense_rank). */
-  final class Summarizer private[SplitWindowFunctions] (shared: Summarizers, buffer: InternalRow) {
+  final class Summarizer private[SplitWindowFunctions] (shared: Summarizers, buffer: InternalRow)
+      extends SplitSummarizer[SplitSummary] {
     private val join = new JoinedRow(buffer, null)
     private var count = 0L
     private var peers = 0L
@@ -154,7 +155,7 @@ final class SplitWindowFunctions(
     private val halo = if (offsets.isEmpty) None else Some(new offsets.Halo)
     private val head = if (nthFunctions.isEmpty) None else Some(new nths.Head)
 
-    def add(row: InternalRow): Unit = {
+    override def add(row: InternalRow): Unit = {
       if (partials.nonEmpty) shared.update.target(buffer)(join.withRight(row))
       halo.foreach(_.add(row))
       head.foreach(_.add(row))
@@ -166,7 +167,7 @@ final class SplitWindowFunctions(
     }
 
     // The last peer group's order values (its rows are equal in the window's order).
-    def result: SplitSummary = SplitSummary(
+    override def result: SplitSummary = SplitSummary(
       count,
       peers,
       Option(groupStart).map(shared.orderOf(_).copy()),

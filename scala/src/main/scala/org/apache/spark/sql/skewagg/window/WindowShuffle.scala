@@ -1,16 +1,13 @@
 package org.apache.spark.sql.skewagg.window
 
-import scala.concurrent.Future
-import scala.concurrent.duration.Duration
-
 import org.apache.spark.MapOutputStatistics
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
-import org.apache.spark.util.ThreadUtils
+import org.apache.spark.sql.skewagg.hotkey.HotKeySplitPipeline
 
 /**
- * The window's shuffle below its input, as [[HotKeySplitWindowExec]] reads it: a materialized
+ * The window's shuffle below its input, as [[HotKeySplitWindowEvaluator]] reads it: a materialized
  * adaptive query stage (maybe read coalesced), or, without adaptive execution, the exchange
  * Spark planned, whose map stage the split runs itself.
  */
@@ -35,12 +32,6 @@ private[window] object WindowShuffle {
     case e: ShuffleExchangeLike => PlannedExchange(e, e)
     case r @ ReusedExchangeExec(_, e: ShuffleExchangeLike) => PlannedExchange(e, r)
     case other => below(other.children.head)
-  }
-
-  /** The map stage's result once it has run; a failed stage throws its error as a job's would. */
-  def awaited[T](mapStage: Future[T]): T = {
-    ThreadUtils.awaitReady(mapStage, Duration.Inf)
-    mapStage.value.get.get
   }
 
   private def oneSpecPerReducer(sizes: Array[Long]): Seq[ShufflePartitionSpec] =
@@ -68,7 +59,7 @@ private[window] object WindowShuffle {
   case class PlannedExchange(exchange: ShuffleExchangeLike, node: SparkPlan)
       extends WindowShuffle {
     override def statistics: Option[MapOutputStatistics] =
-      Option(awaited(ShuffleJobs.submit(exchange)))
+      Option(HotKeySplitPipeline.awaited(ShuffleJobs.submit(exchange)))
     override def specs(sizes: Array[Long]): Seq[ShufflePartitionSpec] = oneSpecPerReducer(sizes)
     override def reading(input: SparkPlan, specs: Seq[ShufflePartitionSpec]): SparkPlan =
       input.transformUp {
