@@ -8,6 +8,10 @@ import org.apache.spark.sql.skewagg.localagg.{
   BroadcastJoinBelowLocalAggregate, DropUnneededMergeAfterShuffle, LocalAggregateBeforeJoin,
   PartialAggregateBeforeRepartition, PlanPartialAggregates
 }
+import org.apache.spark.sql.skewagg.explain.{LeftAloneReasons, LeftAloneReasonsWithoutAdaptive}
+import org.apache.spark.sql.skewagg.hints.{
+  CheckSkewAggHints, ResolveSkewAggHints, RestoreSkewAggHints
+}
 import org.apache.spark.sql.skewagg.singlekey.PlanHolisticAggregatesSortBased
 import org.apache.spark.sql.skewagg.window.{SplitSkewedWindow, SplitSkewedWindowWithoutAdaptive}
 import org.apache.spark.sql.skewagg.skewsplit.{
@@ -68,6 +72,9 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     // Adaptive query-stage preparation: split the hot keys of a skewed window's partitions by
     // ranges of the window's order.
     extensions.injectQueryStagePrepRule(s => physical(SplitSkewedWindow(s)))
+    // Adaptive query-stage preparation, last: record why each aggregate no rule rewrote was left
+    // alone (the explanation prints it).
+    extensions.injectQueryStagePrepRule(s => physical(LeftAloneReasons(s)))
     // Adaptive query-stage optimization: read the partial-result exchanges skewagg added in
     // coalesced partitions.
     extensions.injectQueryStageOptimizerRule(s => physical(CoalescePartialResultExchanges(s)))
@@ -80,5 +87,8 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     // Before columnar transitions, without adaptive execution: the hot keys of a window's
     // partitions split by ranges of its order if its shuffle is skewed when it runs.
     extensions.injectColumnar(s => columnar(SplitSkewedWindowWithoutAdaptive(s)))
+    // Before columnar transitions, last: record why each aggregate no rule rewrote was left alone
+    // (without adaptive execution; with it, in each new stage and the final plan).
+    extensions.injectColumnar(s => columnar(LeftAloneReasonsWithoutAdaptive(s)))
   }
 }

@@ -1,7 +1,10 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanHelper, QueryStageExec}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.execution.adaptive.{
+  AdaptiveSparkPlanHelper, LogicalQueryStage, QueryStageExec
+}
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
 
 /**
@@ -39,6 +42,12 @@ object PlanNodes extends AdaptiveSparkPlanHelper {
     case _: QueryStageExec | _: ReusedExchangeExec | _: ShuffleExchangeLike => Nil
     case other => other.children.flatMap(downToExchanges)
   })
+
+  /** The logical plan `node` was planned from, through a stage adaptive execution made of it. */
+  def logicalOf(node: SparkPlan): Option[LogicalPlan] = node.logicalLink.map {
+    case stage: LogicalQueryStage => stage.logicalPlan
+    case other => other
+  }
 
   private def inputs(node: SparkPlan): Seq[SparkPlan] = node match {
     case r: ReusedExchangeExec => Seq(r.child)

@@ -110,6 +110,26 @@ object SkewAggDecision {
     override def text: String = s"left alone: $reason"
   }
 
+  /**
+   * Skewed (`skew`: the largest skewed partition and its numbers), but no rewrite matches the
+   * plan's shape: recorded where no rule looked ([[LeftAloneReasons]]).
+   */
+  final case class SkewedNoMatch(skew: String) extends SkewAggDecision {
+    override def text: String =
+      s"left alone although skewed ($skew): no skewagg rewrite matches this plan shape " +
+        "(see docs/rewrites.md)."
+  }
+
+  /**
+   * To be decided once the query ran: `waitsFor` (the sizes of the shuffle below). Replaced on
+   * its node by the decision that settles it ([[SkewAggDecisions.note]]).
+   */
+  final case class Pending(waitsFor: String) extends SkewAggDecision {
+    override def text: String =
+      s"not decided yet: skewagg decides from $waitsFor once it ran. Run the query (e.g. " +
+        "df.collect()) and explain it again."
+  }
+
   /** Part of a rewrite not done (e.g. hot keys not split), beside the rewrite that was done. */
   final case class NotDone(part: String, reason: String) extends SkewAggDecision {
     override def text: String = s"$part: $reason"

@@ -37,23 +37,27 @@ object SkewAggDecisions {
   def record(aggregate: LogicalPlan, decision: SkewAggDecision): Unit = add(aggregate, decision)
 
   /**
-   * Records `decision` on `node` only (an operator or marker that decided about itself, or the
-   * plan a failed planning step was given); an [[SkewAggDecision.AtRunTime]] replaces the one
-   * recorded before for the same step.
+   * Records `decision` on `node` only (an operator or marker that decided about itself, an
+   * aggregate no rule rewrote, or the plan a failed planning step was given). An
+   * [[SkewAggDecision.AtRunTime]] replaces the one recorded before for the same step; any other
+   * decision settles, and replaces, a [[SkewAggDecision.Pending]] one.
    */
   def note(node: TreeNode[_], decision: SkewAggDecision): Unit = {
-    decision match {
-      case SkewAggDecision.AtRunTime(step, _) =>
-        node.setTagValue(
-          Tag,
-          of(node).filter {
-            case SkewAggDecision.AtRunTime(`step`, _) => false
-            case _ => true
-          })
-      case _ =>
+    val replaced: SkewAggDecision => Boolean = decision match {
+      case SkewAggDecision.AtRunTime(step, _) => {
+        case SkewAggDecision.AtRunTime(`step`, _) => true
+        case _ => false
+      }
+      case _: SkewAggDecision.Pending => _ => false
+      case _ => _.isInstanceOf[SkewAggDecision.Pending]
     }
+    node.setTagValue(Tag, of(node).filterNot(replaced))
     add(node, decision)
   }
+
+  /** Drops from `node` a [[SkewAggDecision.Pending]] decision that was settled elsewhere. */
+  def settle(node: TreeNode[_]): Unit =
+    node.setTagValue(Tag, of(node).filterNot(_.isInstanceOf[SkewAggDecision.Pending]))
 
   /** The decisions recorded on `node`. */
   def of(node: TreeNode[_]): Seq[SkewAggDecision] = node.getTagValue(Tag).getOrElse(Nil)

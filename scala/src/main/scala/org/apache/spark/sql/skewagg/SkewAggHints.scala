@@ -1,12 +1,8 @@
 package org.apache.spark.sql.skewagg
 
-import org.apache.spark.sql.{AnalysisException, SparkSession}
-import org.apache.spark.sql.catalyst.expressions.{
-  Expression, Literal, NamedExpression, UnresolvedWindowExpression, WindowExpression
-}
-import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute
+import org.apache.spark.sql.AnalysisException
+import org.apache.spark.sql.catalyst.expressions.{UnresolvedWindowExpression, WindowExpression}
 import org.apache.spark.sql.catalyst.plans.logical._
-import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.SparkPlan
 
@@ -95,117 +91,5 @@ object SkewAggHints {
     case a: Aggregate => Some(AggregateHintCarrier.put(a, hint))
     case u: UnaryNode => attach(u.child, hint).map(c => u.withNewChildren(Seq(c)))
     case _ => None
-  }
-}
-
-/**
- * Post-hoc resolution: the SKEW_AGG / NO_SKEW_AGG hint back on an aggregate that analysis
- * rebuilt without it (SQL aggregates, whose aliases and HAVING clauses are resolved after the
- * hint was attached).
- */
-case class RestoreSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] {
-  override def apply(plan: LogicalPlan): LogicalPlan = {
-    val restored = plan.resolveOperatorsDown {
-      case p if p.getTagValue(SkewAggHints.Tag).isDefined =>
-        val hint = p.getTagValue(SkewAggHints.Tag).get
-        SkewAggHints.attach(p, hint).getOrElse {
-          SkewAggHints.tagWindows(p, hint) // (a SELECT's windows: extracted by now)
-          p
-        }
-    }
-    AggregateHintCarrier.analyzed(restored)
-    restored
-  }
-}
-
-/**
- * Hint resolution: moves a SKEW_AGG / NO_SKEW_AGG hint onto the aggregate it is written on: the
- * first aggregate below the hint through unary operators (Project, Filter, Sort, aliases, ...);
- * without one, onto the windows below it ([[RestoreSkewAggHints]] tags them once they exist).
- * A hint with neither below it, or whose parameters are not column names, is an analysis
- * error; column names are checked against the aggregate's input by [[CheckSkewAggHints]] once
- * the plan is resolved.
- */
-case class ResolveSkewAggHints(session: SparkSession) extends Rule[LogicalPlan] {
-  override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
-    case h: UnresolvedHint if isSkewAggHint(h.name) =>
-      val force = h.name.equalsIgnoreCase(SkewAggHints.Force)
-      if (!force && h.parameters.nonEmpty) {
-        throw new SkewAggAnalysisException(
-          s"${SkewAggHints.Forbid} hint takes no parameters, got " +
-            s"${h.parameters.map(parameterText).mkString(", ")}. It keeps skewagg away from the " +
-            s"whole aggregate: write /*+ ${SkewAggHints.Forbid} */.")
-      }
-      // (Any: Spark 4's parameters are expressions, Spark 3.5's Dataset.hint passes them as
-      // they are, strings among them.)
-      val columns = h.parameters.map(p => p: Any).map {
-        case a: UnresolvedAttribute => a.name
-        case n: NamedExpression => n.name
-        case Literal(v, _) if v != null => v.toString
-        case s: String => s
-        case other => throw new SkewAggAnalysisException(
-            s"${h.name.toUpperCase} hint parameters must be column names, got " +
-              s"${parameterText(other)}. " +
-              s"Write /*+ ${h.name.toUpperCase}(column, ...) */ or leave the parameters out.")
-      }
-      val hint = SkewAggHint(force, columns)
-      val hinted = SkewAggHints.attach(h.child, hint).orElse {
-        // A DataFrame's windows exist already (tagged on a clone); a SELECT's are extracted
-        // later (tagged then, RestoreSkewAggHints).
-        if (!SkewAggHints.windowed(h.child)) None
-        else {
-          val own = h.child.clone()
-          SkewAggHints.tagWindows(own, hint)
-          Some(own)
-        }
-      }.getOrElse(throw new SkewAggAnalysisException(
-        s"${h.name.toUpperCase} hint must be placed on an aggregate with grouping keys (GROUP " +
-          "BY, or the DataFrame returned by groupBy(...).agg(...)) or on window functions, but " +
-          s"there is neither below it in: ${h.child.simpleString(200)}. (In SQL, an aggregate " +
-          "without GROUP BY has one group and nothing to spread: leave the hint out.)"))
-      hinted.setTagValue(SkewAggHints.Tag, hint)
-      hinted
-  }
-
-  private def parameterText(parameter: Any): String = parameter match {
-    case a: UnresolvedAttribute => a.name
-    case e: Expression => e.sql
-    case other => String.valueOf(other)
-  }
-
-  private def isSkewAggHint(name: String): Boolean =
-    name.equalsIgnoreCase(SkewAggHints.Force) || name.equalsIgnoreCase(SkewAggHints.Forbid)
-
-}
-
-/**
- * Analysis check: each column named by a skewagg hint is a column of the aggregate's input.
- * Qualified names (`f.k`) are resolved as in SQL. A name that matches several input columns (`k`
- * of both sides of a join) is accepted: the columns only say which columns are skewed, and every
- * match is one.
- */
-case class CheckSkewAggHints(session: SparkSession) extends (LogicalPlan => Unit) {
-  override def apply(plan: LogicalPlan): Unit = plan.foreach {
-    case a: Aggregate => SkewAggHints.of(a).foreach(check(_, a.child, "aggregate"))
-    case w: Window => w.getTagValue(SkewAggHints.WindowTag).foreach(check(_, w.child, "window"))
-    case _ =>
-  }
-
-  private def check(hint: SkewAggHint, input: LogicalPlan, what: String): Unit = {
-    val resolver = session.sessionState.conf.resolver
-    hint.columns.foreach { column =>
-      val nameParts = UnresolvedAttribute.parseAttributeName(column)
-      val exists =
-        try input.resolve(nameParts, resolver).isDefined
-        catch {
-          case _: AnalysisException => true // ambiguous: more than one column has that name
-        }
-      if (!exists) {
-        val available = input.output.map(c => (c.qualifier :+ c.name).mkString("."))
-        throw new SkewAggAnalysisException(
-          s"${hint.name} hint names column `$column`, which is not a column of the " +
-            s"$what's input. Available columns: ${available.mkString(", ")}.")
-      }
-    }
   }
 }

@@ -60,7 +60,9 @@ class PlanningFallbackSuite extends SkewAggSuiteBase with SpreadOverBuilds with 
     "CoalescePartialResultExchanges" -> true,
     "DropUnneededMergeAfterShuffle" -> true,
     "SplitSkewedBucketsWithoutAdaptive" -> false,
-    "SplitSkewedWindowWithoutAdaptive" -> false)
+    "SplitSkewedWindowWithoutAdaptive" -> false,
+    "LeftAloneReasons" -> true,
+    "LeftAloneReasonsWithoutAdaptive" -> false)
 
   private val everyShapeConf = conf :+ (SQLConf.BUCKETING_ENABLED.key -> "true")
 

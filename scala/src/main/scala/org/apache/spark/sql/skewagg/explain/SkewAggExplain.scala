@@ -2,20 +2,15 @@ package org.apache.spark.sql.skewagg.explain
 
 import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
-import org.apache.spark.sql.catalyst.plans.logical.{Aggregate, LogicalPlan}
-import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
-import org.apache.spark.sql.execution.adaptive.{
-  AdaptiveSparkPlanExec, LogicalQueryStage, ShuffleQueryStageExec
-}
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
-import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  FusedAggregates, PartialAggregates, PlanNodes, PlanningFallback, SkewAggAggregateExec,
-  SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
-  SkewAggRewriteExec, SkewAggWindowExec, SkewedPartitions
+  PlanNodes, PlanningFallback, SkewAggAggregateExec, SkewAggDecision, SkewAggDecisions,
+  SkewAggLocalStageExec, SkewAggRewriteExec, SkewAggWindowExec
 }
 
 /**
@@ -24,14 +19,12 @@ import org.apache.spark.sql.skewagg.{
  * `spark.sql.extendedExplainProviders=io.skewagg.SkewAggExplainGenerator` adds to Spark's
  * `EXPLAIN EXTENDED`.
  *
- * Rewrites name themselves through their [[SkewAggLocalStageExec]] marker, and skewagg's own
- * aggregates ([[SkewAggAggregateExec]]) with their numbers. What rules decided where they decide
- * ([[SkewAggDecision]]s: a switch that stopped them, a refusal, a part not done) is recorded with
- * [[SkewAggDecisions.record]] and printed as it is. A planning step that failed and kept Spark's
- * plan says so first ([[PlanningFallback]]). Where no rule recorded anything, the reason is read
- * from the executed plan with the rules' own tests: the hint, skewagg off, the sizes of the
- * materialized shuffle below (skewagg's [[SkewedPartitions]] thresholds), or the shape of the
- * plan.
+ * It only renders what was recorded where it was decided ([[SkewAggDecision]]s, through
+ * [[SkewAggDecisions]]): rewrites (their [[SkewAggLocalStageExec]] markers, skewagg's own
+ * aggregates and windows with their numbers), what rules decided (a switch that stopped them, a
+ * refusal, a part not done, not skewed), why an aggregate no rule rewrote was left alone
+ * ([[LeftAloneReasons]]), and first the planning steps that failed and kept Spark's plan
+ * ([[PlanningFallback]]). The plan is walked with the kernel's walks only ([[PlanNodes]]).
  */
 object SkewAggExplain {
 
@@ -40,12 +33,7 @@ object SkewAggExplain {
    * they ran).
    */
   def explain(plan: SparkPlan): String = {
-    val aggregates = nodes(plan).filter {
-      case a: BaseAggregateExec => !PartialAggregates.isPartial(a)
-      case _: SkewAggAggregateExec => true
-      case PythonAggregates(_, _) => true
-      case _ => false
-    }
+    val aggregates = nodes(plan).filter(LeftAloneReasons.isFinalAggregate)
     val windows = nodes(plan).filter {
       case _: WindowExec | _: SkewAggWindowExec => true
       case _ => false
@@ -123,7 +111,7 @@ object SkewAggExplain {
       s"group by [$keys] computing [$functions] (${a.nodeName})"
     case s: SkewAggAggregateExec =>
       // Labelled with the functions the user wrote, which its logical aggregate keeps.
-      val functions = logicalOf(s).collect { case a: Aggregate => a }.toSeq
+      val functions = PlanNodes.logicalOf(s).collect { case a: Aggregate => a }.toSeq
         .flatMap(_.aggregateExpressions.flatMap(_.collect {
           case a: AggregateExpression => a.aggregateFunction.sql(a.isDistinct)
         })).distinct
@@ -135,112 +123,20 @@ object SkewAggExplain {
     case other => other.nodeName
   }
 
+  /**
+   * What was recorded about `agg` ([[LeftAloneReasons.recordedAbout]]); where nothing was, the
+   * decision is still to come (an adaptive plan not run) or was never made (a plan planned
+   * without skewagg's rules).
+   */
   private def decide(agg: SparkPlan, adaptiveNotRun: Boolean): String = {
-    val conf = SQLConf.get
-    val below = PartialAggregates.phasesBelow(agg)
-    val own = agg match {
-      case s: SkewAggAggregateExec => Seq(s"rewritten: ${s.decision}")
-      case _ => Nil
+    val (rewritten, others) = LeftAloneReasons.recordedAbout(agg).partition {
+      case _: SkewAggDecision.Rewritten => true
+      case _ => false
     }
-    val marked = below.collect { case m: SkewAggLocalStageExec => s"rewritten: ${m.decision}" }
-    // Recorded on the plan, or by a strategy on the logical aggregate the plan was planned from.
-    val recorded = (agg +: below).flatMap { p =>
-      SkewAggDecisions.aboutAggregate(p) ++
-        logicalOf(p).toSeq.flatMap(SkewAggDecisions.aboutAggregate)
-    }.distinct
-    val rewritten = own ++ marked ++
-      recorded.collect { case r: SkewAggDecision.Rewritten => r.text }
-    val others = recorded.filterNot(_.isInstanceOf[SkewAggDecision.Rewritten]).map(_.text)
-    if (rewritten.nonEmpty) return (rewritten ++ others).distinct.mkString("\n  ")
-    // What the rules recorded, then what the plan shows; "no rewrite matches" only where no
-    // rule recorded why it did not rewrite.
-    val shown = fromPlan(agg, conf, adaptiveNotRun)
-    val measured = recorded.exists(_.isInstanceOf[SkewAggDecision.NotSkewed])
-    val lines =
-      if (others.nonEmpty && (measured || shown.startsWith(SkewedNoMatch))) others
-      else others :+ shown
-    lines.distinct.mkString("\n  ")
+    val recorded = (rewritten ++ others).map(_.text).distinct
+    if (recorded.nonEmpty) recorded.mkString("\n  ")
+    else if (adaptiveNotRun) SkewAggDecision.Pending("the sizes of the shuffle below").text
+    else "no decision recorded: the plan was not planned by a session with skewagg's rules."
   }
 
-  private val SkewedNoMatch = "left alone although skewed"
-
-  /** Why `agg` was left alone, read from the executed plan with the rules' own tests. */
-  private def fromPlan(agg: SparkPlan, conf: SQLConf, adaptiveNotRun: Boolean): String = {
-    agg match {
-      case PythonAggregates(_, _) =>
-        return "left alone: a Python UDAF (pandas_udf) cannot be split into partial and final " +
-          "halves."
-      case _ =>
-    }
-    if (!SkewAggConf.enabled(conf)) {
-      return s"left alone: skewagg is off (${SkewAggConf.ENABLED.key}=false)."
-    }
-    val partial = PartialAggregates.bottomPartialBelow(agg)
-    if ((agg +: partial.toSeq).exists(SkewAggHints.forbidden)) {
-      return s"left alone: hint ${SkewAggHints.Forbid}."
-    }
-    partial match {
-      // Spark fused the two halves: skewagg's rules split such an aggregate as they split its
-      // partial half, so it is explained from its input the same way.
-      case None if FusedAggregates.isFused(agg) => decideFromInput(agg, conf, adaptiveNotRun)
-      case None =>
-        "left alone: Spark plans this aggregate in one phase (no partial aggregate), so " +
-          "there is no partial result to exchange."
-      case Some(p) => decideFromInput(p, conf, adaptiveNotRun)
-    }
-  }
-
-  /** The logical plan `node` was planned from, through a stage adaptive execution made of it. */
-  private def logicalOf(node: SparkPlan): Option[LogicalPlan] = node.logicalLink.map {
-    case stage: LogicalQueryStage => stage.logicalPlan
-    case other => other
-  }
-
-  /** Why a partial aggregate was not rewritten, from what it reads. */
-  private def decideFromInput(
-      partial: SparkPlan,
-      conf: SQLConf,
-      adaptiveNotRun: Boolean): String = {
-    val input = PartialAggregates.inputBelow(PartialAggregates.unwrap(partial).children.head)
-    val shuffles: Seq[SparkPlan] = input match {
-      case j: ShuffledJoin => j.children.map(PartialAggregates.inputBelow)
-      case other => Seq(other)
-    }
-    val what = if (input.isInstanceOf[ShuffledJoin]) "the join's input shuffles" else "the shuffle"
-    val materialized = shuffles.collect {
-      case s: ShuffleQueryStageExec if s.isMaterialized && s.mapStats.isDefined =>
-        s.mapStats.get.bytesByPartitionId
-    }
-    if (materialized.nonEmpty) {
-      val (sizes, skew) = materialized.map(s => (s, SkewedPartitions.find(s, conf)))
-        .maxBy(_._1.max)
-      if (skew.nonEmpty) {
-        s"$SkewedNoMatch (" + SkewAggLocalStageExec.describe("partition", skew) +
-          "): no skewagg rewrite matches this plan shape (see docs/rewrites.md)."
-      } else SkewAggDecision.NotSkewed.of(s"$what below", sizes, conf).text
-    } else if (shuffles.exists(isShuffle)) {
-      if (adaptiveNotRun) {
-        "not decided yet: skewagg decides from the sizes of the shuffle below once it ran. " +
-          "Run the query (e.g. df.collect()) and explain it again."
-      } else {
-        s"left alone: $what below is sized only at run time, and adaptive execution is off " +
-          s"(${SQLConf.ADAPTIVE_EXECUTION_ENABLED.key}=false). Turn it on, or put the " +
-          s"${SkewAggHints.Force} hint on the aggregate."
-      }
-    } else input match {
-      case s: FileSourceScanExec if s.bucketedScan =>
-        "left alone: the bucket files are not skewed by skewagg's thresholds " +
-          s"(${SkewAggConf.SKEW_FACTOR.key}=${conf.getConf(SkewAggConf.SKEW_FACTOR)}, " +
-          s"${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key}=" +
-          s"${SkewAggLocalStageExec.bytes(conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))})."
-      case _ =>
-        "left alone: Spark's own plan already aggregates each task's rows before the shuffle, " +
-          "so a hot key's rows are combined per task and there is nothing to split."
-    }
-  }
-
-  private def isShuffle(plan: SparkPlan): Boolean = plan match {
-    case _: ShuffleExchangeLike | _: ShuffleQueryStageExec => true
-    case _ => false
-  }
 }

@@ -8,7 +8,8 @@ import org.apache.spark.sql.catalyst.expressions.{
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Final, Partial}
 import org.apache.spark.sql.execution.SortExec
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.skewagg.{SkewAggConf, TaskSlots}
+import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggDecisions, TaskSlots}
+import org.apache.spark.sql.skewagg.SkewAggDecision.AtRunTime
 import org.apache.spark.sql.skewagg.hotkey.{ExternalSorts, HotKeyRanges, HotKeySplitPipeline}
 
 /**
@@ -54,12 +55,14 @@ private[singlekey] final class HotKeySplitAggregateEvaluator(
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_FRACTION),
       TaskSlots.of(conf),
       conf.getConf(SkewAggConf.SKEW_FACTOR)).head
-    plan.setTagValue(
-      HotKeySplitAggregateExec.Split,
-      ranges.describe(
-        "value",
-        conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS),
-        SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key))
+    SkewAggDecisions.note(
+      plan,
+      AtRunTime(
+        HotKeySplitAggregateExec.Step,
+        ranges.describe(
+          "value",
+          conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS),
+          SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key)))
     pipeline.metrics.recordSplit(ranges.hotKeys.size, ranges.numSplits)
 
     val dependency =

@@ -6,11 +6,10 @@ import org.apache.spark.sql.catalyst.expressions.{
   Attribute, AttributeSet, Expression, NamedExpression
 }
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
-import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
-import org.apache.spark.sql.skewagg.SkewAggAggregateExec
+import org.apache.spark.sql.skewagg.{SkewAggAggregateExec, SkewAggDecision, SkewAggDecisions}
 import org.apache.spark.sql.skewagg.hotkey.{HotKeySplitMetrics, HotKeySplitPipeline}
 
 /**
@@ -76,7 +75,7 @@ case class HotKeySplitAggregateExec(
       nodeName,
       longMetric("numInputRows"),
       longMetric("numOutputRows")) +
-      getTagValue(HotKeySplitAggregateExec.Split).fold("")("; " + _)
+      SkewAggDecisions.atRunTime(this).map("; " + _.what).mkString
 
   override def simpleString(maxFields: Int): String = {
     val keys = truncatedString(groupingAttributes, "[", ", ", "]", maxFields)
@@ -96,6 +95,9 @@ case class HotKeySplitAggregateExec(
 
 object HotKeySplitAggregateExec {
 
-  /** Which hot keys the run split, and the sample's numbers it decided on (set when it runs). */
-  val Split: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.hotKeySplit")
+  /**
+   * The step its run decides ([[SkewAggDecision.AtRunTime]]): which hot keys it split, with the
+   * sample's numbers.
+   */
+  val Step = "hot-key split"
 }

@@ -9,7 +9,8 @@ import org.apache.spark.sql.catalyst.expressions.{
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.ShufflePartitionsUtil
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.skewagg.{SkewAggConf, SkewedPartitions}
+import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggDecisions, SkewedPartitions}
+import org.apache.spark.sql.skewagg.SkewAggDecision.AtRunTime
 import org.apache.spark.sql.skewagg.hotkey.{ExternalSorts, HotKeyRanges, HotKeySplitPipeline}
 
 /**
@@ -19,7 +20,7 @@ import org.apache.spark.sql.skewagg.hotkey.{ExternalSorts, HotKeyRanges, HotKeyS
  * each window's splits summarized as [[SplitSummary]]s (by the routing map tasks,
  * [[RoutedWindowSummaries]], or one job over the splits), folded per hot key into the splits'
  * seeds ([[SplitWindowFunctions.seeds]]), then evaluated, window by window up the chain. It
- * records what it found and did in the plan's `HotKeySplitWindowExec.Split` tag.
+ * records what it found and did on the plan ([[SkewAggDecision.AtRunTime]]).
  *
  * Rule: driver only, and never captured: its closures capture values copied into local vals
  * (split functions, orders, metrics), not this evaluator or its plan.
@@ -134,7 +135,7 @@ private[window] final class HotKeySplitWindowEvaluator(
   }
 
   private def finish(result: RDD[InternalRow], decision: String): RDD[InternalRow] = {
-    plan.setTagValue(HotKeySplitWindowExec.Split, decision)
+    SkewAggDecisions.note(plan, AtRunTime(HotKeySplitWindowExec.Step, decision))
     pipeline.postDriverMetrics(Seq(plan.longMetric("skewedPartitions")))
     result
   }

@@ -4,13 +4,13 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, NamedExpression, SortOrder}
 import org.apache.spark.sql.catalyst.plans.physical.{Partitioning, UnknownPartitioning}
-import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  SkewAggHints, SkewAggLocalStageExec, SkewAggWindowExec, SkewedPartitions
+  SkewAggDecision, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec, SkewAggWindowExec,
+  SkewedPartitions
 }
 import org.apache.spark.sql.skewagg.hotkey.{HotKeySplitMetrics, HotKeySplitPipeline}
 
@@ -98,7 +98,7 @@ case class HotKeySplitWindowExec(
 
   override def nodeName: String = "HotKeySplitWindow"
 
-  override def decision: String = getTagValue(HotKeySplitWindowExec.Split)
+  override def decision: String = SkewAggDecisions.atRunTime(this).lastOption.map(_.what)
     .getOrElse("hot keys of skewed window partitions split by order (not run yet)")
 
   override def simpleString(maxFields: Int): String = {
@@ -162,8 +162,11 @@ object HotKeySplitWindowExec {
     forced,
     child)
 
-  /** What the run found and did, with its numbers (set when it runs). */
-  val Split: TreeNodeTag[String] = TreeNodeTag[String]("skewagg.windowSplit")
+  /**
+   * The step its run decides ([[SkewAggDecision.AtRunTime]]): what it found and did, with its
+   * numbers.
+   */
+  val Step = "window split"
 
   /** The window's skewed partitions: with the SKEW_AGG hint (`forced`), all that hold rows. */
   def skewOf(sizes: Array[Long], forced: Boolean, conf: SQLConf): SkewedPartitions = {
