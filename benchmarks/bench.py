@@ -52,7 +52,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Dict, List
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 import skewagg
@@ -72,7 +72,8 @@ VARIANTS = ["vanilla", "forced-skew", "salted", "pre-aggregated", "skewagg", "sk
 OWN_QUERY = {"salted": "salted", "pre-aggregated": "pre"}
 HOLISTIC = ("percentile", "collect-list", "high-cardinality")
 # The data sets a scenario runs on, when not SKEWED and UNIFORM.
-SCENARIO_DATA = {"high-cardinality": ["highcard"]}
+SCENARIO_DATA = {"high-cardinality": ["highcard"],
+                 "key-shapes": ["unique", "few", "hot-unique", "hot-few"]}
 BUCKETS = 64
 
 BASE_CONF = {
@@ -160,6 +161,72 @@ def write_holistic_tables(
     return path
 
 
+def write_key_shape_tables(spark: SparkSession, base: Path, rows: int) -> Path:
+    """key_shapes: `rows` rows of v with one key column per shape: unique (every key once), few
+    (100 keys), hot_unique (30% on key 0, the others unique), hot_few (30% on key 0, the others
+    over 100 keys). Once."""
+    path = base / "key_shapes"
+    if not (path / "_SUCCESS").exists():
+        hot = F.abs(F.xxhash64("id", F.lit(1))) % 10 < 3
+        few = F.abs(F.xxhash64("id")) % 100 + 1
+        spark.range(0, rows, 1, 32).select(
+            (F.col("id") + 1).alias("unique"), few.alias("few"),
+            F.when(hot, F.lit(0)).otherwise(F.col("id") + 1).alias("hot_unique"),
+            F.when(hot, F.lit(0)).otherwise(few).alias("hot_few"),
+            (F.col("id") % 1000 / 10.0).alias("v"),
+        ).write.mode("overwrite").option("parquet.block.size", 1 << 20).parquet(str(path))
+    return path
+
+
+def write_q12_tables(spark: SparkSession, base: Path, rows: int) -> Path:
+    """TPC-H-like orders (rows x 3/40: 1.5M at 20M) and line items (rows x 3/10: 6M), the columns
+    TPC-H Q12 reads: q12/{skewed,uniform}/{orders,lineitem}; in skewed, 30% of the line items are
+    of one order. Once."""
+    path = base / "q12"
+    orders_n, lines_n = rows * 3 // 40, rows * 3 // 10
+    priorities = ["1-URGENT", "2-HIGH", "3-MEDIUM", "4-NOT SPECIFIED", "5-LOW"]
+    modes = ["REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB"]
+
+    def pick(values: List[str], seed: int) -> Column:
+        return F.element_at(F.array(*[F.lit(v) for v in values]),
+                            (F.abs(F.xxhash64("id", F.lit(seed))) % len(values) + 1).cast("int"))
+
+    for data in ("skewed", "uniform"):
+        out = path / data
+        if (out / "_done").exists():
+            continue
+        spark.range(0, orders_n, 1, 8).select(
+            (F.col("id") * 4 + 1).alias("o_orderkey"), pick(priorities, 3).alias("o_orderpriority"),
+        ).write.mode("overwrite").parquet(str(out / "orders"))
+        order = (F.abs(F.xxhash64("id")) % orders_n) * 4 + 1
+        if data == "skewed":
+            order = F.when(F.abs(F.xxhash64("id", F.lit(1))) % 10 < 3, F.lit(1)).otherwise(order)
+        ship = F.date_add(F.lit("1992-01-01").cast("date"),
+                          (F.abs(F.xxhash64("id", F.lit(5))) % 2500).cast("int"))
+        commit = (F.abs(F.xxhash64("id", F.lit(9))) % 90 - 30).cast("int")
+        receipt = (F.abs(F.xxhash64("id", F.lit(11))) % 30 + 1).cast("int")
+        spark.range(0, lines_n, 1, 16).select(
+            order.alias("l_orderkey"), ship.alias("l_shipdate"), pick(modes, 7).alias("l_shipmode"),
+            F.date_add(ship, commit).alias("l_commitdate"),
+            F.date_add(ship, receipt).alias("l_receiptdate"),
+        ).write.mode("overwrite").parquet(str(out / "lineitem"))
+        (out / "_done").touch()
+    return path
+
+
+TPCH_Q12 = """
+SELECT l_shipmode,
+  sum(CASE WHEN o_orderpriority = '1-URGENT' OR o_orderpriority = '2-HIGH' THEN 1 ELSE 0 END)
+    AS high_line_count,
+  sum(CASE WHEN o_orderpriority <> '1-URGENT' AND o_orderpriority <> '2-HIGH' THEN 1 ELSE 0 END)
+    AS low_line_count
+FROM {orders} AS orders, {lineitem} AS lineitem
+WHERE o_orderkey = l_orderkey AND l_shipmode IN ('MAIL', 'SHIP')
+  AND l_commitdate < l_receiptdate AND l_shipdate < l_commitdate
+  AND l_receiptdate >= date '1994-01-01' AND l_receiptdate < date '1994-01-01' + interval '1' year
+GROUP BY l_shipmode ORDER BY l_shipmode"""
+
+
 def register_bucketed(spark: SparkSession, base: Path) -> None:
     """The bucketed tables live in this run's session catalog; re-register existing files."""
     for data in ("skewed", "uniform"):
@@ -176,8 +243,8 @@ def salted(fact: DataFrame, dim: DataFrame) -> tuple:
     return fact.select("*", salt), dim.crossJoin(salts)
 
 
-def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
-                     ) -> Dict[str, Dict[str, Callable[[], DataFrame]]]:
+def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
+                     q12: Path | None = None) -> Dict[str, Dict[str, Callable[[], DataFrame]]]:
     """For each scenario: the query as a user writes it, and the hand-salted version."""
     def join_sum() -> DataFrame:
         return fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s"))
@@ -269,6 +336,14 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
         return fact.select(
             "k", F.row_number().over(Window.partitionBy("k").orderBy("v")).alias("s"))
 
+    def tpch_q12() -> DataFrame:
+        spark = fact.sparkSession
+        assert q12 is not None
+        # Checked on both counts: s = high * 1,000,000 + low.
+        return spark.sql(TPCH_Q12.format(orders=f"parquet.`{q12 / 'orders'}`",
+                                         lineitem=f"parquet.`{q12 / 'lineitem'}`")) \
+            .withColumn("s", F.col("high_line_count") * 1_000_000 + F.col("low_line_count"))
+
     holistic = ["vanilla", "skewagg", "skewagg@64"]
     without_aqe = ["vanilla" + AQE_OFF, "skewagg@64" + AQE_OFF]
     plain = ["vanilla", "skewagg", "skewagg+hint", "skewagg@64"]
@@ -288,6 +363,9 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame
                      "pre": join_distinct_pre},
         "unique-key-join": {"query": unique_key_join, "variants": plain},
         "three-way-join": {"query": three_way_join, "variants": plain},
+        # The repartition query on keys that never repeat, few keys, a hot key over either.
+        "key-shapes": {"query": repartition_sum, "variants": plain},
+        "tpch-q12": {"query": tpch_q12, "variants": ["vanilla", "skewagg"]},
         "window-sum": {"query": window_sum, "variants": holistic + without_aqe},
         # v is a double: split only with spark.skewagg.window.split.floatingPoint.enabled.
         "window-running-sum": {"query": window_running_sum,
@@ -335,8 +413,8 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--scenarios",
                         default="join,join-default-splits,repartition,bucketed,subset-key,distinct,"
-                        "unique-key-join,three-way-join,window-sum,window-running-sum,"
-                        "window-row-number")
+                        "unique-key-join,three-way-join,key-shapes,tpch-q12,window-sum,"
+                        "window-running-sum,window-row-number")
     parser.add_argument("--variants", default=",".join(VARIANT_CONF),
                         help="run only these of each scenario's variants")
     parser.add_argument("--warmups", type=int, default=1,
@@ -376,9 +454,16 @@ def main(argv: List[str] | None = None) -> int:
     results = []
     for scenario in scenarios:
         for data in SCENARIO_DATA.get(scenario, ["skewed", "uniform"]):
-            fact = spark.read.parquet(str(facts / f"fact_{data}"))
-            bucketed = spark.table(f"bench_bucketed_{data}") if data != "highcard" else fact
-            queries = scenario_queries(fact, dim, bucketed)[scenario]
+            if scenario == "key-shapes":
+                fact = spark.read.parquet(str(write_key_shape_tables(spark, base, args.rows))) \
+                    .select(F.col(data.replace("-", "_")).alias("k"), "v")
+            else:
+                fact = spark.read.parquet(str(facts / f"fact_{data}"))
+            bucketed = spark.table(f"bench_bucketed_{data}") \
+                if data in ("skewed", "uniform") else fact
+            q12 = write_q12_tables(spark, base, args.rows) / data if scenario == "tpch-q12" \
+                else None
+            queries = scenario_queries(fact, dim, bucketed, q12)[scenario]
             variants = [v for v in queries.get("variants", VARIANTS)
                         if v in args.variants.split(",") and OWN_QUERY.get(v, "query") in queries]
             runs: Dict[str, List[dict]] = {v: [] for v in variants}
@@ -613,7 +698,11 @@ def render(report: dict) -> str:
         "grouped by a column of the fact rows with `i < 5`; three-way-join (TPC-H Q3's shape): "
         "line items (the fact rows with `v > 10`, about 3.6 per order `(k, i % 5)`) joined to "
         "the orders of one segment in five (dim exploded to 5 orders per key, through a third "
-        "table), grouped by order and dim's column, summing `v * (1 - i / 100)`.",
+        "table), grouped by order and dim's column, summing `v * (1 - i / 100)`. key-shapes: "
+        "the repartition query on keys of four shapes (unique: every key once; few: 100 keys; "
+        "hot-unique and hot-few: 30% on one key, the others unique or over 100 keys). tpch-q12: "
+        "TPC-H Q12's text on TPC-H-like orders (rows x 3/40) and line items (rows x 3/10), "
+        "in skewed data 30% of the line items of one order.",
         "",
         "| scenario | data | variant | wall s | vs vanilla | hot task ms | median task ms "
         "| makespan@64 s | makespan@512 s | rewritten | equal |",

@@ -5,7 +5,9 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
 import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, ExprCode}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
-import org.apache.spark.sql.execution.{CodegenSupport, SQLExecution, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.{
+  CodegenSupport, SQLExecution, SparkPlan, UnaryExecNode, WholeStageCodegenExec
+}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
 /**
@@ -61,7 +63,8 @@ case class SkewAggLocalStageExec(
 
   /**
    * Inside its child's whole-stage codegen only: above an operator without codegen (a flushing
-   * partial aggregate) a codegen stage of its own would buffer every row once more.
+   * partial aggregate of imperative functions) a codegen stage of its own would buffer every row
+   * once more.
    */
   override def supportCodegen: Boolean = child match {
     case c: CodegenSupport => c.supportCodegen
@@ -100,10 +103,20 @@ case class SkewAggLocalStageExec(
   override protected def doProduce(ctx: CodegenContext): String =
     child.asInstanceOf[CodegenSupport].produce(ctx, this)
 
+  /**
+   * A row its child gives as a plain variable goes on as that same row (no copy into a row of
+   * its own), so a child emitting several rows per input row can tell when its rows reach the
+   * stage's output as it emitted them ([[emitsRowsAsGiven]]).
+   */
   override def doConsume(ctx: CodegenContext, input: Seq[ExprCode], row: ExprCode): String = {
     val rows = metricTerm(ctx, "numOutputRows")
-    s"$rows.add(1);\n${consume(ctx, input)}"
+    val asGiven = row != null && row.code.isEmpty
+    val consumed = if (asGiven) consume(ctx, input, row.value.toString) else consume(ctx, input)
+    s"$rows.add(1);\n$consumed"
   }
+
+  /** Whether the rows a child gives as variables reach the stage's output buffer unchanged. */
+  def emitsRowsAsGiven: Boolean = parent.isInstanceOf[WholeStageCodegenExec]
 
   override protected def withNewChildInternal(newChild: SparkPlan): SkewAggLocalStageExec =
     copy(child = newChild)

@@ -2,24 +2,28 @@ package org.apache.spark.sql.skewagg.localagg
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
-  Attribute, AttributeMap, AttributeReference, Expression, GenericInternalRow, If,
-  MutableProjection, NamedExpression, UnsafeProjection, UnsafeRow
+  Attribute, Expression, GenericInternalRow, MutableProjection, NamedExpression, UnsafeProjection,
+  UnsafeRow
 }
-import org.apache.spark.sql.catalyst.expressions.aggregate.{
-  AggregateExpression, DeclarativeAggregate
-}
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.execution.aggregate.AggregationIterator
 import org.apache.spark.sql.execution.metric.SQLMetric
 
-private case class FlushingMetrics(
+private[localagg] case class FlushingMetrics(
     rowsIn: SQLMetric,
     rowsOut: SQLMetric,
     flushes: SQLMetric,
     passedThrough: SQLMetric,
     learned: SQLMetric)
 
-/** Per task: the map, the flushes and the pass-through mode of [[FlushingPartialAggregateExec]]. */
-private class FlushingAggregationIterator(
+/**
+ * Per task: the map, the flushes and the pass-through mode of [[FlushingPartialAggregateExec]].
+ *
+ * Rows are pushed in by generated code (`passing`, `offer`, `passed`, `nextOutput`, `finish`; the
+ * one-row partials of rows passed through are computed there, in the stage's loop) or pulled
+ * from `input` as an iterator, when the operator runs without code generation.
+ */
+private[localagg] class FlushingAggregationIterator(
     partIndex: Int,
     groupingExpressions: Seq[NamedExpression],
     inputAttributes: Seq[Attribute],
@@ -31,6 +35,8 @@ private class FlushingAggregationIterator(
     capacity: Int,
     minReduction: Double,
     shuffleKeyOf: Option[UnsafeProjection],
+    run: Long,
+    sketch: Option[(DistinctHashes, InternalRow => Long)],
     metrics: FlushingMetrics)
     extends AggregationIterator(
       partIndex,
@@ -62,29 +68,16 @@ private class FlushingAggregationIterator(
     buffer
   }
 
-  /**
-   * When every function is declarative: a row's one-row partial in a single projection (the
-   * update expressions over the initial buffer values), for rows passed through.
-   */
-  private[this] val oneRowPartial: Option[UnsafeProjection] = {
-    val declarative = aggregateExpressions.zip(aggregateFunctions).collect {
-      case (ae, d: DeclarativeAggregate) => (ae, d)
-    }
-    if (declarative.size != aggregateExpressions.size) None
-    else {
-      val buffers = declarative.flatMap { case (ae, d) =>
-        val initial = AttributeMap(d.aggBufferAttributes.zip(d.initialValues))
-        d.updateExpressions.zip(d.initialValues).map { case (update, init) =>
-          val once =
-            update.transform { case a: AttributeReference if initial.contains(a) => initial(a) }
-          ae.filter.map(f => If(f, once, init)).getOrElse(once)
-        }
-      }
-      val projection = UnsafeProjection.create(groupingExpressions ++ buffers, inputAttributes)
+  /** A row's one-row partial in one projection, when every function is declarative. */
+  private[this] val oneRowPartial: Option[UnsafeProjection] =
+    oneRowPartialExpressions(
+      groupingExpressions,
+      aggregateExpressions,
+      aggregateFunctions.toSeq).map { expressions =>
+      val projection = UnsafeProjection.create(expressions, inputAttributes)
       projection.initialize(partIndex)
-      Some(projection)
+      projection
     }
-  }
 
   private[this] val newMap: Int => GroupingKeyMap[Entry] =
     GroupingKeyMap.constructor(groupingExpressions, inputAttributes, groupingProjection)
@@ -102,7 +95,9 @@ private class FlushingAggregationIterator(
     val at = capacity / EarlyDecisionFraction
     if (at >= EarlyDecisionMinKeys) at else 0
   }
-  private[this] var relearning = false
+
+  /** A batch that may decide early: relearning, or the first after an earlier task passed. */
+  private[this] var relearning = LearnedReductions.passedThrough(run)
   private[this] val earlyMaxReduction = 1 + (minReduction - 1) / EarlyReductionDivisor
   private[this] val scratch = newBuffer()
 
@@ -110,59 +105,28 @@ private class FlushingAggregationIterator(
   private[this] val rowsPerShuffleBucket =
     shuffleKeyOf.map(_ => new Array[Long](1 << ShuffleBucketBits)).orNull
 
-  /** Entries being emitted by a flush (or at the end), and the row that triggered the flush. */
+  private[this] val (sketched, keyHashOf) = sketch.getOrElse((null, null))
+
+  /** Entries being emitted by a flush (or at the end of the input). */
   private[this] var draining: GroupingKeyMap.Cursor[Entry] = null
-  private[this] var deferred: InternalRow = null
+  private[this] var finished = false
+
+  /** Pulled: the next output row, or null. */
   private[this] var pending: UnsafeRow = null
 
-  override def hasNext: Boolean = pending != null || advance()
+  // Pushed rows.
 
-  override def next(): UnsafeRow = {
-    if (!hasNext) throw new NoSuchElementException
-    val row = pending
-    pending = null
-    rowsOut += 1
-    row
-  }
+  /** Whether the next row passes through without a look at the map (no heavy key is kept). */
+  def passing: Boolean = !learning && oneRowPartial.isDefined && map.isEmpty
 
-  /** Finds the next output row; false when the input and the map are exhausted. */
-  private def advance(): Boolean = {
-    while (true) {
-      if (draining != null) {
-        if (draining.advance()) {
-          pending = generateOutput(draining.key, draining.value.buffer)
-          return true
-        }
-        draining = null
-        if (deferred != null) {
-          val row = deferred
-          deferred = null
-          if (consume(row)) return true
-        }
-      } else if (input.hasNext) {
-        rowsIn += 1
-        if (consume(input.next())) return true
-      } else if (!map.isEmpty) {
-        if (learning) learned += rowsSinceFlush
-        rowsSinceFlush = 0
-        draining = map.cursor()
-        map = newMap(0)
-      } else {
-        return false
-      }
-    }
-    false
-  }
-
-  /** Merges `row` into the map; true when it produced an output row (`pending`) instead. */
-  private def consume(row: InternalRow): Boolean = {
-    if (!learning && oneRowPartial.isDefined && map.isEmpty) return passThrough(row)
+  /** Merges `row` into the map; false when it passes through instead (then call `passed`). */
+  def offer(row: InternalRow): Boolean = {
     val entry = map.get(row)
     if (entry != null) {
       processRow(entry.buffer, row)
       entry.rows += 1
       rowsSinceFlush += 1
-      false
+      true
     } else if (learning && map.size < capacity) {
       val e = new Entry(newBuffer())
       processRow(e.buffer, row)
@@ -171,34 +135,96 @@ private class FlushingAggregationIterator(
       rowsSinceFlush += 1
       if (relearning && map.size == earlyDecisionAt &&
         restReduction(heavyThreshold) < earlyMaxReduction) {
-        flush(null, passThroughNext = true)
+        flush(passThroughNext = true)
       }
-      false
+      true
     } else if (learning) {
-      flush(row.copy(), passThroughNext = rowsSinceFlush < minReduction * map.size)
-      false
+      val passThroughNext = rowsSinceFlush < minReduction * map.size
+      LearnedReductions.learned(run, passThroughNext)
+      flush(passThroughNext)
+      offer(row)
     } else {
-      passThrough(row)
+      false
     }
   }
 
-  /** `row` is not worth a place in the map: its one-row partial is the next output row. */
-  private def passThrough(row: InternalRow): Boolean = {
+  /** A row passed through: counts it, and learns afresh when it is time to. */
+  def passed(): Unit = {
     passedThrough += 1
     rowsUntilLearning -= 1
     if (rowsUntilLearning <= 0) {
-      flush(null, passThroughNext = false) // the heavy keys' buffers, then learn afresh
+      flush(passThroughNext = false) // the heavy keys' buffers, then learn afresh
       learning = true
       relearning = true
     }
-    pending = oneRowPartial match {
-      case Some(projection) => projection(row)
-      case None =>
-        initializeBuffer(scratch)
-        processRow(scratch, row)
-        generateOutput(groupingProjection(row), scratch)
+  }
+
+  /** The input has ended: the map is emitted (after what a flush emitted, which it must be). */
+  def finish(): Unit = if (!finished) {
+    finished = true
+    assert(draining == null, "the input ended while a flush was being emitted")
+    if (!map.isEmpty) {
+      if (learning) learned += rowsSinceFlush
+      rowsSinceFlush = 0
+      draining = map.cursor()
+      map = newMap(0)
     }
-    true
+  }
+
+  /** The next row a flush (or the end) emits, or null; valid until the next call. */
+  def nextOutput(): UnsafeRow = {
+    if (draining == null) return null
+    if (draining.advance()) generateOutput(draining.key, draining.value.buffer)
+    else { draining = null; null }
+  }
+
+  /** Counts an output row, and adds its key to the sketch of the keys emitted. */
+  def emitted(row: InternalRow): Unit = {
+    rowsOut += 1
+    if (sketched != null) sketched.add(keyHashOf(row))
+  }
+
+  // Pulled rows: the operator without code generation.
+
+  override def hasNext: Boolean = pending != null || advance()
+
+  override def next(): UnsafeRow = {
+    if (!hasNext) throw new NoSuchElementException
+    val row = pending
+    pending = null
+    emitted(row)
+    row
+  }
+
+  /** Finds the next output row; false when the input and the map are exhausted. */
+  private def advance(): Boolean = {
+    while (true) {
+      pending = nextOutput()
+      if (pending != null) return true
+      if (input.hasNext) {
+        val row = input.next()
+        rowsIn += 1
+        if (passing || !offer(row)) {
+          passed()
+          pending = onePartial(row)
+          return true
+        }
+      } else if (!finished) {
+        finish()
+      } else {
+        return false
+      }
+    }
+    false
+  }
+
+  /** `row`'s one-row partial. */
+  private def onePartial(row: InternalRow): UnsafeRow = oneRowPartial match {
+    case Some(projection) => projection(row)
+    case None =>
+      initializeBuffer(scratch)
+      processRow(scratch, row)
+      generateOutput(groupingProjection(row), scratch)
   }
 
   /** A batch's heavy keys merged at least this many rows: 8 times its mean rows per key. */
@@ -242,7 +268,7 @@ private class FlushingAggregationIterator(
    * Emits the map. When a learning batch reduced too little (`passThroughNext`), keeps the heavy
    * keys' places (their buffers are emitted and renewed) and stops learning for a while.
    */
-  private def flush(trigger: InternalRow, passThroughNext: Boolean): Unit = {
+  private def flush(passThroughNext: Boolean): Unit = {
     flushes += 1
     if (learning) learned += rowsSinceFlush
     val emitted = map
@@ -274,6 +300,5 @@ private class FlushingAggregationIterator(
     }
     rowsSinceFlush = 0
     draining = emitted.cursor()
-    deferred = trigger
   }
 }

@@ -3,15 +3,22 @@ package org.apache.spark.sql.skewagg.localagg
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
-  Attribute, AttributeSet, BindReferences, Expression, MutableProjection, NamedExpression,
-  UnsafeProjection, XXH64, XxHash64
+  Attribute, AttributeMap, AttributeReference, AttributeSet, BindReferences, BoundReference,
+  Expression, If, MutableProjection, NamedExpression, UnsafeProjection, XXH64, XxHash64
 }
-import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Partial}
-import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.catalyst.expressions.aggregate.{
+  AggregateExpression, AggregateFunction, DeclarativeAggregate, Partial
+}
+import org.apache.spark.sql.catalyst.expressions.codegen.{
+  CodegenContext, ExprCode, GenerateUnsafeProjection
+}
+import org.apache.spark.sql.execution.{
+  CodegenSupport, SparkPlan, UnaryExecNode, WholeStageCodegenExec
+}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{BottomPartialAggregateExec, SkewAggConf}
+import org.apache.spark.sql.skewagg.{BottomPartialAggregateExec, SkewAggConf, SkewAggLocalStageExec}
 import org.apache.spark.sql.types.{
   DataType, DateType, IntegerType, LongType, TimestampNTZType, TimestampType
 }
@@ -44,6 +51,8 @@ import org.apache.spark.sql.types.{
  * quarter batch means the whole batch would reduce less than `minReduction`, so its other three
  * quarters would only cost map probes. The first batch of a task always fills the map: keys that
  * come in cycles longer than a quarter map (each customer once per day, say) repeat only later.
+ * Except where an earlier task of the same run, in the same JVM, had a full batch that passed
+ * rows through ([[LearnedReductions]]): then the first batch may decide early too.
  *
  * Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
  * buffers), possibly with several rows per key, which the final aggregate merges.
@@ -61,7 +70,9 @@ case class FlushingPartialAggregateExec(
     minReduction: Double,
     shuffleKeys: Seq[Expression],
     sketchKeys: Boolean,
-    child: SparkPlan) extends UnaryExecNode with BottomPartialAggregateExec {
+    child: SparkPlan) extends UnaryExecNode with BottomPartialAggregateExec with CodegenSupport {
+
+  import FlushingPartialAggregateExec.{keyHash, oneRowPartialExpressions}
 
   require(aggregateExpressions.forall(_.mode == Partial), "only partial aggregation flushes")
 
@@ -100,40 +111,147 @@ case class FlushingPartialAggregateExec(
       boundShuffleKeys.fold("")(_ =>
         shuffleKeys.map(_.sql).mkString(", heavy by [", ", ", "]")) + ")"
 
+  private def flushingMetrics: FlushingMetrics = FlushingMetrics(
+    longMetric("numInputRows"),
+    longMetric("numOutputRows"),
+    longMetric("numFlushes"),
+    longMetric("numPassedThrough"),
+    longMetric("numLearnedRows"))
+
+  /**
+   * A task's state, over `input` when pulled (without code generation). `sketch` (null without
+   * `sketchKeys`) and `metrics` are the task's copies of the driver's.
+   */
+  private[localagg] def newState(
+      partIndex: Int,
+      input: Iterator[InternalRow],
+      run: Long,
+      sketch: DistinctHashes,
+      metrics: FlushingMetrics): FlushingAggregationIterator = {
+    val keyHashOf = keyHash(
+      groupingExpressions.map(_.dataType),
+      groupingExpressions.map(_.toAttribute),
+      output)
+    new FlushingAggregationIterator(
+      partIndex,
+      groupingExpressions,
+      child.output,
+      input,
+      aggregateExpressions,
+      aggregateAttributes,
+      resultExpressions,
+      MutableProjection.create(_, _),
+      capacity,
+      minReduction,
+      boundShuffleKeys.map(UnsafeProjection.create),
+      run,
+      Option(sketch).map(_ -> keyHashOf),
+      metrics)
+  }
+
   override protected def doExecute(): RDD[InternalRow] = {
-    val m = FlushingMetrics(
-      longMetric("numInputRows"),
-      longMetric("numOutputRows"),
-      longMetric("numFlushes"),
-      longMetric("numPassedThrough"),
-      longMetric("numLearnedRows"))
-    val input = child.output
-    val shuffleKeysOfKey = boundShuffleKeys
-    val sketch = emittedKeys
-    val keyTypes = groupingExpressions.map(_.dataType)
-    val keyAttributes = groupingExpressions.map(_.toAttribute)
+    val run = LearnedReductions.nextRun()
+    val sketch = emittedKeys.orNull
+    val metrics = flushingMetrics
     child.execute().mapPartitionsWithIndexInternal { (partIndex, rows) =>
-      if (!rows.hasNext) Iterator.empty
-      else {
-        val aggregated = new FlushingAggregationIterator(
-          partIndex,
-          groupingExpressions,
-          input,
-          rows,
-          aggregateExpressions,
-          aggregateAttributes,
-          resultExpressions,
-          MutableProjection.create(_, _),
-          capacity,
-          minReduction,
-          shuffleKeysOfKey.map(UnsafeProjection.create),
-          m)
-        sketch.fold[Iterator[InternalRow]](aggregated) { s =>
-          val hash = FlushingPartialAggregateExec.keyHash(keyTypes, keyAttributes, output)
-          aggregated.map { row => s.add(hash(row)); row }
-        }
-      }
+      if (!rows.hasNext) Iterator.empty else newState(partIndex, rows, run, sketch, metrics)
     }
+  }
+
+  // Code generation: rows that pass through are computed in the stage's loop (their one-row
+  // partials inline), the others are offered to the task's state, whose flushes are emitted.
+
+  override def supportCodegen: Boolean = oneRowPartialExpressions(
+    groupingExpressions,
+    aggregateExpressions,
+    aggregateExpressions.map(_.aggregateFunction)).isDefined
+
+  override def inputRDDs(): Seq[RDD[InternalRow]] =
+    child.asInstanceOf[CodegenSupport].inputRDDs()
+
+  /**
+   * An input row can make several output rows (a flush's), all copies but its own one-row
+   * partial: no copy more where they reach the stage's output buffer as emitted.
+   */
+  override def needCopyResult: Boolean = parent match {
+    case _: WholeStageCodegenExec => false
+    case marker: SkewAggLocalStageExec => !marker.emitsRowsAsGiven
+    case _ => true
+  }
+
+  private var stateTerm: String = _
+
+  override protected def doProduce(ctx: CodegenContext): String = {
+    val plan = ctx.addReferenceObj("flushingPlan", this)
+    val run = ctx.addReferenceObj("run", java.lang.Long.valueOf(LearnedReductions.nextRun()))
+    val sketch = emittedKeys.fold("null")(ctx.addReferenceObj("sketch", _))
+    val metrics = ctx.addReferenceObj("flushingMetrics", flushingMetrics)
+    stateTerm = ctx.addMutableState(
+      classOf[FlushingAggregationIterator].getName,
+      "flushing",
+      v =>
+        s"$v = $plan.newState(partitionIndex, scala.collection.Iterator$$.MODULE$$.empty(), " +
+          s"$run.longValue(), $sketch, $metrics);",
+      forceInline = true)
+    val out = ctx.freshName("out")
+    s"""
+       |${child.asInstanceOf[CodegenSupport].produce(ctx, this)}
+       |$stateTerm.finish();
+       |UnsafeRow $out;
+       |while (($out = $stateTerm.nextOutput()) != null) {
+       |  $stateTerm.emitted($out);
+       |  ${consume(ctx, null, out)}
+       |  if (shouldStop()) return;
+       |}
+     """.stripMargin
+  }
+
+  override def doConsume(ctx: CodegenContext, input: Seq[ExprCode], row: ExprCode): String = {
+    val rowsIn = metricTerm(ctx, "numInputRows")
+    val pass = ctx.freshName("pass")
+    val out = ctx.freshName("out")
+    // Every column is evaluated first: both branches read them. The input row the state is
+    // offered is made here from the columns (Spark's row variable would evaluate them again).
+    val evaluated = evaluateVariables(input)
+    ctx.currentVars = input
+    ctx.INPUT_ROW = null
+    val inputRow = GenerateUnsafeProjection.createCode(
+      ctx,
+      child.output.zipWithIndex.map { case (a, i) => BoundReference(i, a.dataType, a.nullable) })
+    // The one-row partial, from the input's columns.
+    ctx.currentVars = input
+    ctx.INPUT_ROW = null
+    val partial = oneRowPartialExpressions(
+      groupingExpressions,
+      aggregateExpressions,
+      aggregateExpressions.map(_.aggregateFunction)).get
+      .map(e => BindReferences.bindReference(e, child.output))
+    val partialRow = GenerateUnsafeProjection.createCode(ctx, partial)
+    s"""
+       |$rowsIn.add(1);
+       |$evaluated
+       |boolean $pass = $stateTerm.passing();
+       |if (!$pass) {
+       |  ${inputRow.code}
+       |  $pass = !$stateTerm.offer(${inputRow.value});
+       |}
+       |UnsafeRow $out = null;
+       |if ($pass) {
+       |  $stateTerm.passed();
+       |  ${partialRow.code}
+       |  $out = ${partialRow.value};
+       |}
+       |while (true) {
+       |  if ($out == null) {
+       |    $out = $stateTerm.nextOutput();
+       |    if ($out == null) break;
+       |    ${if (needCopyResult) "" else s"$out = $out.copy();"}
+       |  }
+       |  $stateTerm.emitted($out);
+       |  ${consume(ctx, null, out)}
+       |  $out = null;
+       |}
+     """.stripMargin
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): FlushingPartialAggregateExec =
@@ -187,6 +305,32 @@ object FlushingPartialAggregateExec {
     case _ =>
       val projection = UnsafeProjection.create(Seq(new XxHash64(keyAttributes)), output)
       row => projection(row).getLong(0)
+  }
+
+  /**
+   * When every function is declarative: a row's one-row partial as expressions over the input
+   * (the grouping expressions, then each buffer's update expressions over its initial values,
+   * under the function's FILTER), for rows passed through. `functions` are the aggregate
+   * expressions' functions as the caller holds them.
+   */
+  private[localagg] def oneRowPartialExpressions(
+      grouping: Seq[NamedExpression],
+      aggregates: Seq[AggregateExpression],
+      functions: Seq[AggregateFunction]): Option[Seq[Expression]] = {
+    val declarative = aggregates.zip(functions).collect {
+      case (ae, d: DeclarativeAggregate) => (ae, d)
+    }
+    if (declarative.size != aggregates.size) None
+    else {
+      Some(grouping ++ declarative.flatMap { case (ae, d) =>
+        val initial = AttributeMap(d.aggBufferAttributes.zip(d.initialValues))
+        d.updateExpressions.zip(d.initialValues).map { case (update, init) =>
+          val once =
+            update.transform { case a: AttributeReference if initial.contains(a) => initial(a) }
+          ae.filter.map(f => If(f, once, init)).getOrElse(once)
+        }
+      })
+    }
   }
 
   /** XxHash64's default seed. */

@@ -13,10 +13,11 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.{
   AggregateExpression, TypedImperativeAggregate
 }
 import org.apache.spark.sql.catalyst.plans.logical.{
-  Aggregate, BROADCAST, Join, LogicalPlan, Project
+  Aggregate, BROADCAST, Filter, Join, LogicalPlan, Project
 }
+import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.{PlanLater, SparkPlan, SparkStrategy}
-import org.apache.spark.sql.execution.adaptive.LogicalQueryStage
+import org.apache.spark.sql.execution.adaptive.{LogicalQueryStage, ShuffleQueryStageExec}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{SessionStates, SkewAggConf, SkewAggDecisions, SkewAggHints}
 import org.apache.spark.sql.skewagg.ansi.WrappingLongSum
@@ -62,10 +63,12 @@ import org.apache.spark.util.Utils
  * the NO_SKEW_AGG hint, mixes DISTINCT and other aggregates, has FILTER clauses on DISTINCT,
  * nondeterministic or Python aggregates, groups by computed expressions other than constants,
  * the Project in between computes columns, the join type and aggregated side do not match as
- * above, an aggregate may fail on some row before a join that may drop rows (recorded: see
- * `refusedAsFailing`), or (without the hint) it has holistic aggregates (their partial buffers
- * are as large as their input), partial buffers with decimals of more than 18 digits (recorded:
- * see `refusedForWideDecimals`) or Spark knows the aggregated side to be (nearly) unique on its
+ * above, the side was already shuffled for the join when adaptive execution re-plans it (see
+ * `shuffledForJoinAlready`), an aggregate may fail on some row before a join that may drop rows
+ * (recorded: see `refusedAsFailing`), or (without the hint) it has holistic aggregates (their
+ * partial buffers are as large as their input), partial buffers with decimals of more than 18
+ * digits (recorded: see `refusedForWideDecimals`) or Spark knows the aggregated side to be
+ * (nearly) unique on its
  * keys or, without column statistics of its keys, it reads at most half the bytes of tables
  * the other side reads (recorded: see `refusedAsUnique`). DISTINCTs of several column sets reach
  * it already expanded by Spark's RewriteDistinctAggregates (an aggregate over an Expand, not over
@@ -126,6 +129,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         aggs = if (drops) aggregates.map(WrappingLongSum.in) else aggregates
         if distinctOnly || !drops || !refusedAsFailing(agg, aggs, forced)
         s = if (side == "left") join.left else join.right
+        if !shuffledForJoinAlready(s, joinKeysOf(join, side))
         conditionRefs = join.condition.map(_.references).getOrElse(AttributeSet.empty)
         keys =
           (grouping.map(_.toAttribute) ++ conditionRefs.toSeq).filter(s.outputSet.contains).distinct
@@ -184,6 +188,27 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       FinalAggregates.plan(grouping, aggregates, result, join)
     }
   }
+
+  /**
+   * Refuses when adaptive execution re-plans the join after the side `s` was shuffled on its
+   * join keys `joinKeys` for the join (a materialized stage, under row-local nodes, hashed on
+   * exactly those keys): the shuffle a local aggregate would shrink has run, and aggregating now
+   * would shuffle the same rows a second time. Records nothing: the decision recorded when the
+   * join was first planned (a refusal, or a planning step that fell back) stands.
+   */
+  private def shuffledForJoinAlready(s: LogicalPlan, joinKeys: Seq[Attribute]): Boolean =
+    s match {
+      case Project(_, child) => shuffledForJoinAlready(child, joinKeys)
+      case Filter(_, child) => shuffledForJoinAlready(child, joinKeys)
+      case LogicalQueryStage(_, stage: ShuffleQueryStageExec) =>
+        stage.shuffle.outputPartitioning match {
+          case HashPartitioning(expressions, _) =>
+            joinKeys.nonEmpty && expressions.size == joinKeys.size &&
+            expressions.forall(e => joinKeys.exists(_.semanticEquals(e)))
+          case _ => false
+        }
+      case _ => false
+    }
 
   /**
    * Without the hint, refuses (recording why on `agg`) when Spark knows that `s` holds (nearly)

@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg.localagg
 
 import org.apache.spark.sql.{AnalysisException, Column, DataFrame, Encoder, Encoders, SparkSession}
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate
-import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.{RangeExec, SparkPlan}
 import org.apache.spark.sql.catalyst.expressions.aggregate.PartialMerge
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
@@ -395,6 +395,29 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase with SpreadOverBuil
     val off =
       differential(query, conf :+ (SQLConf.ADAPTIVE_AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1"): _*)
     assert(nodes[BroadcastHashJoinExec](off.plan(on = true, adaptive = true)).isEmpty)
+  }
+
+  test("TPC-H Q12's shape: a side already shuffled for the join is not aggregated and shuffled " +
+    "again when adaptive execution re-plans the join") {
+    // dim (the orders) is refused as the one side of a one-to-many join. Its small stage runs
+    // before fact's, and adaptive execution re-plans the join; fact's side, filtered to 70 rows,
+    // is broadcast at run time. A local aggregate of dim planned then would read dim's shuffled
+    // stage and shuffle it again.
+    val small = conf :+ (SQLConf.ADAPTIVE_AUTO_BROADCASTJOIN_THRESHOLD.key -> "100k")
+    val d = differential(
+      s =>
+        dim(s).join(fact(s, skewed = true, rows = 2000000).where(col("v") < 10), "k")
+          .groupBy("i").agg(sum("attr"), count(lit(1))),
+      small: _*)
+    assertNotLocal(d)
+    val plan = d.plan(on = true, adaptive = true)
+    // The exchanges below the join that read dim's rows.
+    val overDim = nodes[ShuffleExchangeLike](plan).count(e =>
+      nodes[BaseJoinExec](e).isEmpty &&
+        nodes[RangeExec](e).exists(_.range.numElements == Keys))
+    assert(overDim == 1, plan)
+    val text = SkewAggExplain.explain(plan)
+    assert(!text.contains("rewritten: flushing") && text.contains("left alone: the joined"), text)
   }
 
   test("keys repeated across tasks: the merge after the join's shuffle stays, and says why") {

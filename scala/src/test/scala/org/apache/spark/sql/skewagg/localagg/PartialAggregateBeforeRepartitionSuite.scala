@@ -1,7 +1,7 @@
 package org.apache.spark.sql.skewagg.localagg
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
-import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.{SparkPlan, WholeStageCodegenExec}
 import org.apache.spark.sql.execution.exchange.{
   REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec
 }
@@ -211,17 +211,30 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase with Sprea
       op.metrics.map { case (name, m) => name -> m.value }
     }
 
-  test("without the hint: relearning decides at a quarter map, the first batch fills it") {
+  test("without the hint: relearning decides at a quarter map, the first batch fills it; the " +
+    "same in the stage's generated code and without it") {
+    for (codegen <- Seq("true", "false")) {
+      withSQLConf(SQLConf.WHOLESTAGE_CODEGEN_ENABLED.key -> codegen) { relearning() }
+    }
+  }
+
+  private def relearning(): Unit = {
     // A map of 4096 keys, so relearning may decide at 1024. Hot key 0 and unique others: the
     // first batch holds 4096 keys (5,851 rows), then 65,536 rows pass through and relearning
     // stops at 1024 keys (about 1,460 rows) instead of another 5,851.
     val capacity = SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096"
+    val codegen = spark.conf.get(SQLConf.WHOLESTAGE_CODEGEN_ENABLED.key).toBoolean
     val hot = differential(
       s =>
         onePartition(s, 200000, hot = true).repartition(col("k"))
           .groupBy("k").agg(sum("v"), count(lit(1))),
       capacity)
     assertRewritten(hot)
+    for (adaptive <- Seq(false, true)) {
+      val generated = nodes[WholeStageCodegenExec](hot.plan(on = true, adaptive))
+        .exists(_.child.exists(_.isInstanceOf[FlushingPartialAggregateExec]))
+      assert(generated == codegen, hot.plan(on = true, adaptive))
+    }
     for (m <- flushingMetrics(hot)) {
       assert(m("numLearnedRows") > 5851 && m("numLearnedRows") < 5851 + 2000, m)
       assert(m("numOutputRows") < m("numInputRows") * 0.8, m)
@@ -235,6 +248,25 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase with Sprea
       capacity)
     for (m <- flushingMetrics(cyclic)) {
       assert(m("numPassedThrough") == 0 && m("numOutputRows") == 3000, m)
+    }
+  }
+
+  test("without the hint: a later task decides at a quarter map after one passed rows through") {
+    // 8 tasks of 50,000 rows (hot key 0, unique others) on 2 slots, a map of 4096 keys: a task
+    // that fills its first batch learns from 5,851 rows and passes the rest through. At most the
+    // first two tasks start before any batch decided; the other six learn what those passed
+    // ([[LearnedReductions]]) and decide at 1024 keys, from about 1,460 rows each.
+    val d = differential(
+      s =>
+        s.range(0, 400000, 1, 8)
+          .select(
+            when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
+            (col("id") / 7.0).as("v"))
+          .repartition(col("k")).groupBy("k").agg(sum("v")),
+      SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096")
+    for (m <- flushingMetrics(d)) {
+      assert(m("numLearnedRows") < 2 * 5851 + 6 * 2000, m)
+      assert(m("numOutputRows") < m("numInputRows") * 0.8, m)
     }
   }
 
