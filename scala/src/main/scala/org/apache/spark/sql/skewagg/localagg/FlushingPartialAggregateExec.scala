@@ -161,10 +161,13 @@ case class FlushingPartialAggregateExec(
   // Code generation: rows that pass through are computed in the stage's loop (their one-row
   // partials inline), the others are offered to the task's state, whose flushes are emitted.
 
-  override def supportCodegen: Boolean = oneRowPartialExpressions(
+  /** A row's one-row partial over the input, when every function is declarative. */
+  private def oneRowPartial: Option[Seq[Expression]] = oneRowPartialExpressions(
     groupingExpressions,
     aggregateExpressions,
-    aggregateExpressions.map(_.aggregateFunction)).isDefined
+    aggregateExpressions.map(_.aggregateFunction))
+
+  override def supportCodegen: Boolean = oneRowPartial.isDefined
 
   override def inputRDDs(): Seq[RDD[InternalRow]] =
     child.asInstanceOf[CodegenSupport].inputRDDs()
@@ -221,11 +224,7 @@ case class FlushingPartialAggregateExec(
     // The one-row partial, from the input's columns.
     ctx.currentVars = input
     ctx.INPUT_ROW = null
-    val partial = oneRowPartialExpressions(
-      groupingExpressions,
-      aggregateExpressions,
-      aggregateExpressions.map(_.aggregateFunction)).get
-      .map(e => BindReferences.bindReference(e, child.output))
+    val partial = oneRowPartial.get.map(BindReferences.bindReference(_, child.output))
     val partialRow = GenerateUnsafeProjection.createCode(ctx, partial)
     s"""
        |$rowsIn.add(1);
