@@ -14,7 +14,7 @@ SBT_PROJECT := spark$(subst .,,$(SPARK_LINE))
 WITH_JDK17 = JAVA_HOME="$$(build/require-jdk17)" && export JAVA_HOME && export PATH="$$JAVA_HOME/bin:$$PATH" &&
 
 .PHONY: help setup setup-lines jar wheel check-wheel test test-full lint format test-scala \
-  test-python test-line demo bench fuzz docs clean
+  test-python test-line demo bench bench-default fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -101,6 +101,9 @@ demo: setup ## the main job: a skewed aggregation run with skewagg off and on
 bench: setup ## benchmark suite (20M rows ~70 min with the window scenarios, then holistic aggregates at 10M rows ~30 min, 2 cores): benchmarks/results/*.json, docs/benchmarks.md
 	$(WITH_JDK17) $(PY) benchmarks/bench.py $(BENCH_ARGS)
 	$(WITH_JDK17) $(PY) benchmarks/bench.py --scenarios percentile,collect-list,high-cardinality --rows 10000000 $(BENCH_HOLISTIC_ARGS)
+
+bench-default: setup ## skewagg's default plan against vanilla in every local-global scenario, paired runs in both orders (20M rows, 4 repeats ~60 min, 2 cores)
+	$(WITH_JDK17) $(PY) benchmarks/bench.py --default-plan --repeats 4 $(BENCH_ARGS)
 
 SEED ?= 1
 CASES ?= 500

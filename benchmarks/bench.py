@@ -57,6 +57,7 @@ from pyspark.sql import functions as F
 
 import skewagg
 from skewagg._jars import spark_line
+from skewagg import demo
 from skewagg.demo import result_checksum, same_result
 from skewagg.tasktimes import TaskTimeRecorder
 
@@ -73,8 +74,11 @@ OWN_QUERY = {"salted": "salted", "pre-aggregated": "pre"}
 HOLISTIC = ("percentile", "collect-list", "high-cardinality")
 # The data sets a scenario runs on, when not SKEWED and UNIFORM.
 SCENARIO_DATA = {"high-cardinality": ["highcard"],
-                 "key-shapes": ["unique", "few", "hot-unique", "hot-few"]}
+                 "key-shapes": ["unique", "few", "hot-unique", "hot-few"],
+                 "demo": ["skewed"]}
 BUCKETS = 64
+# --default-plan: the variants of a scenario, when not vanilla and skewagg.
+DEFAULT_PLAN_VARIANTS = {"demo": ["vanilla", "skewagg", "skewagg+hint"]}
 
 BASE_CONF = {
     "spark.sql.shuffle.partitions": "200",
@@ -344,6 +348,10 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
                                          lineitem=f"parquet.`{q12 / 'lineitem'}`")) \
             .withColumn("s", F.col("high_line_count") * 1_000_000 + F.col("low_line_count"))
 
+    def demo_join() -> DataFrame:
+        demo_fact, demo_dim = demo.tables(fact.sparkSession)
+        return demo_fact.join(demo_dim, "k").groupBy("k").agg(F.sum("v").alias("s"))
+
     holistic = ["vanilla", "skewagg", "skewagg@64"]
     without_aqe = ["vanilla" + AQE_OFF, "skewagg@64" + AQE_OFF]
     plain = ["vanilla", "skewagg", "skewagg+hint", "skewagg@64"]
@@ -366,6 +374,8 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
         # The repartition query on keys that never repeat, few keys, a hot key over either.
         "key-shapes": {"query": repartition_sum, "variants": plain},
         "tpch-q12": {"query": tpch_q12, "variants": ["vanilla", "skewagg"]},
+        # `make demo`'s query and its own 8M rows: its default plan against its SKEW_AGG plan.
+        "demo": {"query": demo_join, "variants": ["vanilla", "skewagg", "skewagg+hint"]},
         "window-sum": {"query": window_sum, "variants": holistic + without_aqe},
         # v is a double: split only with spark.skewagg.window.split.floatingPoint.enabled.
         "window-running-sum": {"query": window_running_sum,
@@ -413,13 +423,16 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--scenarios",
                         default="join,join-default-splits,repartition,bucketed,subset-key,distinct,"
-                        "unique-key-join,three-way-join,key-shapes,tpch-q12,window-sum,"
+                        "unique-key-join,three-way-join,key-shapes,tpch-q12,demo,window-sum,"
                         "window-running-sum,window-row-number")
     parser.add_argument("--variants", default=",".join(VARIANT_CONF),
                         help="run only these of each scenario's variants")
     parser.add_argument("--warmups", type=int, default=1,
                         help="warm-up runs of each variant before the measured repeats")
     parser.add_argument("--driver-memory", default="10g")
+    parser.add_argument("--default-plan", action="store_true",
+                        help="only vanilla and skewagg's default plan (and the demo's SKEW_AGG "
+                        "plan), into their own section of docs/benchmarks.md and results file")
     args = parser.parse_args(argv)
     scenarios = args.scenarios.split(",")
     mixed = [s for s in scenarios if s in HOLISTIC] and [s for s in scenarios if s not in HOLISTIC]
@@ -427,6 +440,8 @@ def main(argv: List[str] | None = None) -> int:
         parser.error("run the holistic scenarios (" + ",".join(HOLISTIC) + ") and the "
                      "local-global ones in separate invocations: they write separate sections")
     section = "holistic" if scenarios[0] in HOLISTIC else "local-global"
+    if args.default_plan:
+        section = "default-plan"
 
     builder = (SparkSession.builder.master("local[2]").appName("skewagg-bench")
                .config("spark.driver.memory", args.driver_memory)
@@ -464,8 +479,10 @@ def main(argv: List[str] | None = None) -> int:
             q12 = write_q12_tables(spark, base, args.rows) / data if scenario == "tpch-q12" \
                 else None
             queries = scenario_queries(fact, dim, bucketed, q12)[scenario]
+            chosen = DEFAULT_PLAN_VARIANTS.get(scenario, ["vanilla", "skewagg"]) \
+                if args.default_plan else args.variants.split(",")
             variants = [v for v in queries.get("variants", VARIANTS)
-                        if v in args.variants.split(",") and OWN_QUERY.get(v, "query") in queries]
+                        if v in chosen and OWN_QUERY.get(v, "query") in queries]
             runs: Dict[str, List[dict]] = {v: [] for v in variants}
             # Warm-up: file listing, and each variant's code JIT-compiled.
             for variant in variants * args.warmups:
@@ -505,12 +522,13 @@ def main(argv: List[str] | None = None) -> int:
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     suffix = "" if section == "local-global" else f"-{section}"
+    render_section = {"local-global": render, "holistic": render_holistic,
+                      "default-plan": render_default_plan}[section]
     out = RESULTS / f"bench-rows{args.rows}{suffix}-spark{line}.json"
     if out.exists():
         report = merged(json.loads(out.read_text()), report, scenarios)
     out.write_text(json.dumps(report, indent=1) + "\n")
-    text = (render(report) if section == "local-global" else render_holistic(report)) \
-        + render_lines(report, suffix)
+    text = render_section(report) + render_lines(report, suffix)
     DOC.write_text(with_section(DOC.read_text() if DOC.exists() else "", section, text))
     print(f"wrote {out.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
     return 0 if all(r["equal_to_vanilla"] for r in results) else 1
@@ -643,6 +661,53 @@ def wall_ratio(r: dict, vanilla: dict) -> str:
     return text
 
 
+def order_ratios(r: dict, vanilla: dict, variants: List[str]) -> List[str]:
+    """The median ratio of `r`'s wall time over vanilla's in the repeats where vanilla ran first,
+    then in those where `r`'s variant did (the order rotates by one variant each repeat)."""
+    by_order: Dict[bool, List[float]] = {True: [], False: []}
+    n = len(variants)
+    for repeat, (a, b) in enumerate(zip(r["wall_s_runs"], vanilla["wall_s_runs"])):
+        order = variants[repeat % n:] + variants[:repeat % n]
+        by_order[order.index("vanilla") < order.index(r["variant"])].append(a / b)
+    return [f"{statistics.median(by_order[first]):.2f} ({len(by_order[first])})"
+            if by_order[first] else "" for first in (True, False)]
+
+
+def render_default_plan(report: dict) -> str:
+    """skewagg's default plan against vanilla (`--default-plan`), per scenario and data set."""
+    rows = report["results"]
+    by = {(r["scenario"], r["data"], r["variant"]): r for r in rows}
+    lines = [
+        "## skewagg's default plan against vanilla",
+        "",
+        "<!-- Written by `make bench-default` (benchmarks/bench.py --default-plan); do not edit "
+        "by hand. -->",
+        "",
+        f"{measured(report)}: the scenarios above with two variants, vanilla and skewagg's "
+        "default plan (the demo also with its `SKEW_AGG` plan), the same tables and settings, "
+        f"median wall time of {run_counts(rows)} runs per variant after a warm-up run of each; "
+        "the order of the variants rotates each repeat, so half the repeats run vanilla first. "
+        "vs vanilla: the ratio of the medians, then in brackets the lowest and highest ratio "
+        "within one repeat; vanilla first, variant first: the median ratio within the repeats "
+        "run in that order (how many).",
+        "",
+        "| scenario | data | variant | wall s | vs vanilla | vanilla first | variant first "
+        "| rewritten | equal |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        vanilla = by.get((r["scenario"], r["data"], "vanilla"))
+        if vanilla is None:
+            continue
+        variants = [v for (s, d, v) in by if (s, d) == (r["scenario"], r["data"])]
+        orders = order_ratios(r, vanilla, variants) if r is not vanilla else ["", ""]
+        lines.append(
+            f"| {r['scenario']} | {r['data']} | {r['variant']} | {r['wall_s']:.2f} "
+            f"| {wall_ratio(r, vanilla)} | {orders[0]} | {orders[1]} "
+            f"| {'yes' if r['rewritten'] else ''} | {'yes' if r['equal_to_vanilla'] else 'NO'} |")
+    return "\n".join(lines) + "\n"
+
+
 def makespan_ratios(by: Dict[tuple, dict]) -> List[str]:
     """The table of makespan@64 on SKEWED data over UNIFORM data, per scenario and variant."""
     lines = ["", "Makespan@64, SKEWED / UNIFORM:", "",
@@ -702,7 +767,8 @@ def render(report: dict) -> str:
         "the repartition query on keys of four shapes (unique: every key once; few: 100 keys; "
         "hot-unique and hot-few: 30% on one key, the others unique or over 100 keys). tpch-q12: "
         "TPC-H Q12's text on TPC-H-like orders (rows x 3/40) and line items (rows x 3/10), "
-        "in skewed data 30% of the line items of one order.",
+        "in skewed data 30% of the line items of one order. demo: `make demo`'s join query on "
+        "its own rows (8M computed as read, 64 partitions, 30% on one key, 1M keys).",
         "",
         "| scenario | data | variant | wall s | vs vanilla | hot task ms | median task ms "
         "| makespan@64 s | makespan@512 s | rewritten | equal |",

@@ -41,6 +41,20 @@ def same_result(a: Sequence[float], b: Sequence[float]) -> bool:
     return all(abs(x - y) <= 1e-9 * max(abs(x), abs(y), 1.0) for x, y in zip(a, b))
 
 
+def tables(spark: SparkSession, rows: int = DEFAULT_ROWS) -> Tuple[DataFrame, DataFrame]:
+    """The demo's fact rows (`rows` in 64 partitions, 30% on key 0, the others uniform over
+    1M keys, computed as they are read) and its dimension (one row per key)."""
+    ids = spark.range(0, rows, 1, 64)
+    hot = F.abs(F.xxhash64("id", F.lit(1))) % 10 < 3
+    fact = ids.select(
+        F.when(hot, F.lit(0)).otherwise(F.abs(F.xxhash64("id")) % KEYS).alias("k"),
+        (F.col("id") % 1000 / 10.0).alias("v"),
+    )
+    dim = spark.range(0, KEYS, 1, 8).select(
+        F.col("id").alias("k"), (F.col("id") % 100).alias("attr"))
+    return fact, dim
+
+
 def run(rows: Optional[int] = None) -> int:
     n = rows or DEFAULT_ROWS
     builder = (
@@ -56,14 +70,7 @@ def run(rows: Optional[int] = None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     print(skewagg.loaded_version(spark), "| active:", skewagg.is_active(spark))
 
-    ids = spark.range(0, n, 1, 64)
-    hot = F.abs(F.xxhash64("id", F.lit(1))) % 10 < 3
-    fact = ids.select(
-        F.when(hot, F.lit(0)).otherwise(F.abs(F.xxhash64("id")) % KEYS).alias("k"),
-        (F.col("id") % 1000 / 10.0).alias("v"),
-    )
-    dim = spark.range(0, KEYS, 1, 8).select(
-        F.col("id").alias("k"), (F.col("id") % 100).alias("attr"))
+    fact, dim = tables(spark, n)
 
     def query(hinted: bool) -> DataFrame:
         df = fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s"))

@@ -19,8 +19,13 @@ sealed trait SkewAggDecision {
 
 object SkewAggDecision {
 
-  /** Rewritten: `what` rewrite, with the numbers it was decided on. */
-  final case class Rewritten(what: String) extends SkewAggDecision {
+  /**
+   * Rewritten by the rewrite named `rewrite` (e.g. "local aggregate before the join"): `what` it
+   * did, with the numbers it was decided on. A rule never records a [[Refused]] of the same name
+   * on the aggregate it rewrote: that would be a rule changing its mind when adaptive execution
+   * re-plans (the differential tests check every plan they run).
+   */
+  final case class Rewritten(what: String, rewrite: String) extends SkewAggDecision {
     override def text: String = s"rewritten: $what"
   }
 
@@ -105,10 +110,28 @@ object SkewAggDecision {
     }
   }
 
-  /** Refused for `reason`, a sentence that says what would make the rule go ahead if anything. */
-  final case class Refused(reason: String) extends SkewAggDecision {
+  /**
+   * The rewrite named `rewrite` refused for `reason`, a sentence that says what would make the
+   * rule go ahead if anything; [[Refused.EveryRewrite]]: no rewrite applies (skewagg off, a hint,
+   * the aggregate's shape), recorded only on an aggregate nothing rewrote.
+   */
+  final case class Refused(reason: String, rewrite: String) extends SkewAggDecision {
     override def text: String = s"left alone: $reason"
   }
+
+  object Refused {
+    val EveryRewrite = "every rewrite"
+  }
+
+  /**
+   * The contradictions among `decisions` (about one aggregate or window): a [[Refused]] and a
+   * [[Rewritten]] by the same rewrite, or a refusal of every rewrite beside a rewrite.
+   */
+  def contradictions(decisions: Seq[SkewAggDecision]): Seq[(Refused, Rewritten)] = for {
+    refused @ Refused(_, by) <- decisions
+    rewritten @ Rewritten(_, done) <- decisions
+    if by == done || by == Refused.EveryRewrite
+  } yield (refused, rewritten)
 
   /**
    * Skewed (`skew`: the largest skewed partition and its numbers), but no rewrite matches the

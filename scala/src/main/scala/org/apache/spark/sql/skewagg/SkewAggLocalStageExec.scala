@@ -128,10 +128,12 @@ object SkewAggLocalStageExec {
    * `plan` (a partial aggregate) under a local-stage marker of the rewrite `rewrite` (what it
    * did, with its numbers), unless already marked.
    */
-  def mark(plan: SparkPlan, rewrite: String, skewedPartitions: Int = 0): SparkPlan = plan match {
+  def mark(
+      plan: SparkPlan,
+      rewrite: SkewAggDecision.Rewritten,
+      skewedPartitions: Int = 0): SparkPlan = plan match {
     case marked: SkewAggLocalStageExec => marked
-    case other =>
-      SkewAggLocalStageExec(other, SkewAggDecision.Rewritten(rewrite), skewedPartitions)
+    case other => SkewAggLocalStageExec(other, rewrite, skewedPartitions)
   }
 
   /**

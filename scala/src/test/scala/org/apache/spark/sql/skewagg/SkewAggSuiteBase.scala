@@ -119,6 +119,9 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
         fail(s"skewagg=$on adaptive=$adaptive changed the result: $diff\nplan:\n$plan")
       }
     }
+    runs.foreach { case ((on, adaptive), _, plan) =>
+      if (on) assertNoContradiction(plan, s"adaptive=$adaptive")
+    }
     if (!conf.exists(_._1 == SkewAggConf.TEST_FAIL_RULE.key)) {
       assert(
         PlanningFallback.count == fallbacksBefore,
@@ -127,6 +130,16 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
     Differential(
       expected,
       vanilla.map(_.plans).getOrElse(Map.empty) ++ runs.map { case (key, _, plan) => key -> plan })
+  }
+
+  /** Fails if `plan` records a rewrite beside its refusal ([[RecordedContradictions]]). */
+  protected def assertNoContradiction(plan: SparkPlan, run: String)(implicit
+      pos: Position): Unit = {
+    val found = RecordedContradictions.in(plan)
+    assert(
+      found.isEmpty,
+      s"($run) a rewrite and its refusal recorded about one aggregate: " +
+        found.mkString("; ") + s"\nplan:\n$plan")
   }
 
   /** The plan's shape: [[PlanShape.of]]. */

@@ -13,6 +13,7 @@ import org.apache.spark.sql.skewagg.{
   SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec, SkewedPartitions
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Pending, Refused, SkewedNoMatch}
+import org.apache.spark.sql.skewagg.SkewAggDecision.Refused.EveryRewrite
 
 /**
  * Physical rule, after skewagg's other rules: adaptive query-stage preparation (`adaptive`), and
@@ -65,11 +66,11 @@ object LeftAloneReasons {
   def recordedAbout(agg: SparkPlan): Seq[SkewAggDecision] = {
     val below = PartialAggregates.phasesBelow(agg)
     val own = agg match {
-      case s: SkewAggAggregateExec => Seq(SkewAggDecision.Rewritten(s.decision))
+      case s: SkewAggAggregateExec => Seq(SkewAggDecision.Rewritten(s.decision, s.nodeName))
       case _ => Nil
     }
     val marked = below.collect {
-      case m: SkewAggLocalStageExec => SkewAggDecision.Rewritten(m.decision)
+      case m: SkewAggLocalStageExec => m.rewrite.copy(what = m.decision)
     }
     val recorded = (agg +: below).flatMap { p =>
       SkewAggDecisions.aboutAggregate(p) ++
@@ -94,20 +95,24 @@ object LeftAloneReasons {
   private def fromPlan(agg: SparkPlan, conf: SQLConf, adaptive: Boolean): Option[SkewAggDecision] =
     agg match {
       case PythonAggregates(_, _) =>
-        Some(Refused("a Python UDAF (pandas_udf) cannot be split into partial and final halves."))
+        Some(Refused(
+          "a Python UDAF (pandas_udf) cannot be split into partial and final halves.",
+          EveryRewrite))
       case _ if !SkewAggConf.enabled(conf) =>
-        Some(Refused(s"skewagg is off (${SkewAggConf.ENABLED.key}=false)."))
+        Some(Refused(s"skewagg is off (${SkewAggConf.ENABLED.key}=false).", EveryRewrite))
       case _ =>
         val partial = PartialAggregates.bottomPartialBelow(agg)
         if ((agg +: partial.toSeq).exists(SkewAggHints.forbidden)) {
-          Some(Refused(s"hint ${SkewAggHints.Forbid}."))
+          Some(Refused(s"hint ${SkewAggHints.Forbid}.", EveryRewrite))
         } else partial match {
           // Spark fused the two halves: skewagg's rules split such an aggregate as they split
           // its partial half, so its reason is read from its input the same way.
           case None if FusedAggregates.isFused(agg) => fromInput(agg, conf, adaptive)
           case None =>
-            Some(Refused("Spark plans this aggregate in one phase (no partial aggregate), so " +
-              "there is no partial result to exchange."))
+            Some(Refused(
+              "Spark plans this aggregate in one phase (no partial aggregate), so " +
+                "there is no partial result to exchange.",
+              EveryRewrite))
           case Some(p) => fromInput(p, conf, adaptive)
         }
     }
@@ -136,19 +141,25 @@ object LeftAloneReasons {
     } else if (shuffles.exists(isShuffle)) {
       if (adaptive) Some(Pending(s"the sizes of $what below"))
       else {
-        Some(Refused(s"$what below is sized only at run time, and adaptive execution is off " +
-          s"(${SQLConf.ADAPTIVE_EXECUTION_ENABLED.key}=false). Turn it on, or put the " +
-          s"${SkewAggHints.Force} hint on the aggregate."))
+        Some(Refused(
+          s"$what below is sized only at run time, and adaptive execution is off " +
+            s"(${SQLConf.ADAPTIVE_EXECUTION_ENABLED.key}=false). Turn it on, or put the " +
+            s"${SkewAggHints.Force} hint on the aggregate.",
+          EveryRewrite))
       }
     } else input match {
       case s: FileSourceScanExec if s.bucketedScan =>
-        Some(Refused("the bucket files are not skewed by skewagg's thresholds " +
-          s"(${SkewAggConf.SKEW_FACTOR.key}=${conf.getConf(SkewAggConf.SKEW_FACTOR)}, " +
-          s"${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key}=" +
-          s"${SkewAggLocalStageExec.bytes(conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))})."))
+        Some(Refused(
+          "the bucket files are not skewed by skewagg's thresholds " +
+            s"(${SkewAggConf.SKEW_FACTOR.key}=${conf.getConf(SkewAggConf.SKEW_FACTOR)}, " +
+            s"${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key}=" +
+            s"${SkewAggLocalStageExec.bytes(conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))}).",
+          EveryRewrite))
       case _ =>
-        Some(Refused("Spark's own plan already aggregates each task's rows before the " +
-          "shuffle, so a hot key's rows are combined per task and there is nothing to split."))
+        Some(Refused(
+          "Spark's own plan already aggregates each task's rows before the " +
+            "shuffle, so a hot key's rows are combined per task and there is nothing to split.",
+          EveryRewrite))
     }
   }
 

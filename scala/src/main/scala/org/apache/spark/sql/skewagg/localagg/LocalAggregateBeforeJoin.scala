@@ -21,6 +21,7 @@ import org.apache.spark.sql.execution.adaptive.{LogicalQueryStage, ShuffleQueryS
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{SessionStates, SkewAggConf, SkewAggDecisions, SkewAggHints}
 import org.apache.spark.sql.skewagg.ansi.WrappingLongSum
+import org.apache.spark.sql.skewagg.localagg.LocalAggregateBeforeJoin.Rewrite
 import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
 import org.apache.spark.sql.types.{Decimal, DecimalType}
 import org.apache.spark.util.Utils
@@ -272,7 +273,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       }
     }
     fromPlan.orElse(fromStatistics).orElse(fromSizes) match {
-      case Some(reason) => SkewAggDecisions.record(agg, Refused(reason)); true
+      case Some(reason) => SkewAggDecisions.record(agg, Refused(reason, Rewrite)); true
       case None => false
     }
   }
@@ -295,11 +296,12 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
     if (wide.nonEmpty) {
       SkewAggDecisions.record(
         agg,
-        Refused(s"the partial buffers of " +
-          s"${wide.map(_.sql).mkString(", ")} hold decimals of more than " +
-          s"${Decimal.MAX_LONG_DIGITS} digits, which cost a BigDecimal per row passed on before " +
-          "the join, more than aggregating before it saves unless keys repeat within a task " +
-          "(the SKEW_AGG hint aggregates anyway)."))
+        Refused(
+          s"the partial buffers of ${wide.map(_.sql).mkString(", ")} hold decimals of more " +
+            s"than ${Decimal.MAX_LONG_DIGITS} digits, which cost a BigDecimal per row passed on " +
+            "before the join, more than aggregating before it saves unless keys repeat within a " +
+            "task (the SKEW_AGG hint aggregates anyway).",
+          Rewrite))
     }
     wide.nonEmpty
   }
@@ -317,8 +319,10 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
     if (failing.nonEmpty) {
       SkewAggDecisions.record(
         agg,
-        Refused(s"${failing.mkString(", ")} may fail on some " +
-          "rows, and aggregating before the join would also evaluate it on rows the join drops."))
+        Refused(
+          s"${failing.mkString(", ")} may fail on some " +
+            "rows, and aggregating before the join would also evaluate it on rows the join drops.",
+          Rewrite))
     }
     failing.nonEmpty
   }
@@ -406,4 +410,10 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
     case Inner | RightOuter => true
     case _ => false
   }
+}
+
+object LocalAggregateBeforeJoin {
+
+  /** The rewrite's name in its records (`SkewAggDecision.Rewritten` and `Refused`). */
+  val Rewrite = "local aggregate before the join"
 }

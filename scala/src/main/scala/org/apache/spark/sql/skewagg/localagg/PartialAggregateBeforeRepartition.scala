@@ -15,6 +15,8 @@ import org.apache.spark.sql.execution.exchange.{
 import org.apache.spark.sql.skewagg.{
   SessionStates, SkewAggConf, SkewAggHints, SkewAggLocalStageExec
 }
+import org.apache.spark.sql.skewagg.SkewAggDecision.Rewritten
+import org.apache.spark.sql.skewagg.localagg.PartialAggregateBeforeRepartition.Rewrite
 
 /**
  * Matches: `Aggregate(keys, aggs)` over a user `RepartitionByExpression` that hashes on expressions
@@ -129,9 +131,9 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
         val local = if (flushing) {
           SkewAggLocalStageExec.mark(
             FlushingPartialAggregateExec.from(bottom, repartition.partitionExpressions),
-            "flushing partial aggregate before the user's repartition")
+            Rewritten(s"flushing $Rewrite", Rewrite))
         } else {
-          SkewAggLocalStageExec.mark(bottom, "partial aggregate before the user's repartition")
+          SkewAggLocalStageExec.mark(bottom, Rewritten(Rewrite, Rewrite))
         }
         ShuffleExchangeExec(
           repartition.partitioning,
@@ -142,4 +144,10 @@ case class PartialAggregateBeforeRepartition(session: SparkSession) extends Spar
     // Only a chain with an aggregate above the moved exchange is a local-global plan.
     if (moved && !rewritten.isInstanceOf[ShuffleExchangeExec]) Some(rewritten) else None
   }
+}
+
+object PartialAggregateBeforeRepartition {
+
+  /** The rewrite's name in its records (`SkewAggDecision.Rewritten` and `Refused`). */
+  val Rewrite = "partial aggregate before the user's repartition"
 }

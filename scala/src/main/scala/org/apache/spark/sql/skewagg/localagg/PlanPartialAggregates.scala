@@ -5,6 +5,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.{AggUtils, BaseAggregateExec}
 import org.apache.spark.sql.skewagg.{PartialAggregates, SkewAggLocalStageExec}
+import org.apache.spark.sql.skewagg.SkewAggDecision.Rewritten
 
 /**
  * Physical planning of [[PartialAggregate]] with Spark's own aggregate operators (hash,
@@ -25,13 +26,15 @@ case class PlanPartialAggregates(session: SparkSession) extends SparkStrategy {
         planLater(child))
       val what = if (aggregates.isEmpty) "deduplication" else "partial aggregate"
       val merged = aggregates.nonEmpty && shuffleKeys.nonEmpty
+      def rewritten(done: String) =
+        Rewritten(s"$done before the join", LocalAggregateBeforeJoin.Rewrite)
       planned.headOption.collect { case sparkFinal: BaseAggregateExec =>
         val local = sparkFinal.children.head match {
           case partial: BaseAggregateExec if flushing =>
             val flushingAggregate =
               FlushingPartialAggregateExec.from(partial, shuffleKeys, sketchKeys = merged)
-            SkewAggLocalStageExec.mark(flushingAggregate, s"flushing $what before the join")
-          case partial => SkewAggLocalStageExec.mark(partial, s"$what before the join")
+            SkewAggLocalStageExec.mark(flushingAggregate, rewritten(s"flushing $what"))
+          case partial => SkewAggLocalStageExec.mark(partial, rewritten(what))
         }
         if (!merged) local
         else {

@@ -14,6 +14,7 @@ import org.apache.spark.sql.skewagg.{
   SkewedPartitions
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Rewritten, SwitchedOff}
+import org.apache.spark.sql.skewagg.skewsplit.SplitSkewedBucketsBelowAggregate.Rewrite
 import org.apache.spark.util.collection.BitSet
 
 /**
@@ -136,7 +137,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
           HashPartitioning(keys, hot.size),
           SkewAggLocalStageExec.mark(
             partial,
-            s"skewed buckets read unbucketed: $reason",
+            Rewritten(s"skewed buckets read unbucketed: $reason", Rewrite),
             skew.skewed.size))
     }
     if (cold.isEmpty) unbucketed
@@ -145,9 +146,11 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
       asBefore.foreach {
         case a: BaseAggregateExec => SkewAggDecisions.record(
             a,
-            Rewritten("the buckets that " +
-              s"are not skewed, read bucketed as before; the skewed ones ($reason) are read " +
-              "unbucketed in the other branch of a union"))
+            Rewritten(
+              "the buckets that " +
+                s"are not skewed, read bucketed as before; the skewed ones ($reason) are read " +
+                "unbucketed in the other branch of a union",
+              Rewrite))
         case _ =>
       }
       val union = UnionExec(Seq(asBefore, unbucketed))
@@ -301,4 +304,10 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     }
 
   private val RowGroups = TreeNodeTag[Option[Seq[FileRowGroups]]]("skewagg.bucketRowGroups")
+}
+
+object SplitSkewedBucketsBelowAggregate {
+
+  /** The rewrite's name in its records (`SkewAggDecision.Rewritten` and `Refused`). */
+  val Rewrite = "skewed buckets read unbucketed"
 }

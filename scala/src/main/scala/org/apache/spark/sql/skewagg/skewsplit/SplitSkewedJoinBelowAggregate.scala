@@ -13,7 +13,8 @@ import org.apache.spark.sql.skewagg.{
   FusedAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints,
   SkewAggLocalStageExec, SkewedPartitions, TaskSlots
 }
-import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, SwitchedOff}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritten, SwitchedOff}
+import org.apache.spark.sql.skewagg.skewsplit.SplitSkewedJoinBelowAggregate.Rewrite
 
 /**
  * Adaptive query-stage preparation rule (runs each time AQE re-plans after a stage finished).
@@ -76,8 +77,9 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
             .maxBy(_.skewed.map(_._2).max)
           SkewAggLocalStageExec.mark(
             split,
-            "skew split of the join below the aggregate: " +
-              SkewAggLocalStageExec.describe("partition", skew),
+            Rewritten(
+              s"$Rewrite: " + SkewAggLocalStageExec.describe("partition", skew),
+              Rewrite),
             skew.skewed.size)
         }
     })
@@ -204,22 +206,29 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
 object SplitSkewedJoinBelowAggregate extends Logging {
   @volatile private var warned = false
 
-  val costModelRefusal: SkewAggDecision = Refused("the join below is skewed, but Spark's default " +
-    "adaptive cost model rejects the exchange of partial results skewagg needs. Set " +
-    s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=io.skewagg.SkewAggCostEvaluator.")
+  /** The rewrite's name in its records (`SkewAggDecision.Rewritten` and `Refused`). */
+  val Rewrite = "skew split of the join below the aggregate"
+
+  val costModelRefusal: SkewAggDecision = Refused(
+    "the join below is skewed, but Spark's default adaptive cost model rejects the exchange of " +
+      "partial results skewagg needs. Set " +
+      s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=io.skewagg.SkewAggCostEvaluator.",
+    Rewrite)
 
   /** The skewed `sides` of a `joinType` join are sides Spark does not split. */
   def unsplittableSide(sides: String, joinType: String): SkewAggDecision = Refused(
     s"the join below is skewed on its $sides side, which Spark does not split in a $joinType " +
       "join (it splits the left side of inner, left outer, semi and anti joins, the right side " +
-      "of inner and right outer joins).")
+      "of inner and right outer joins).",
+    Rewrite)
 
   /** `skewed` (what is skewed) fills less than two pieces of the split size `pieceBytes`. */
   def onePiece(skewed: String, pieceBytes: Long): SkewAggDecision = Refused(
     s"the join below is skewed ($skewed), but its map outputs do not fill two pieces of " +
       s"${SkewAggLocalStageExec.bytes(pieceBytes)}, the split size (the larger of " +
       s"${SkewAggConf.SKEW_MIN_SPLIT_SIZE.key} and the side's average partition), so Spark's " +
-      s"split reads it whole. Lower ${SkewAggConf.SKEW_MIN_SPLIT_SIZE.key} to split it.")
+      s"split reads it whole. Lower ${SkewAggConf.SKEW_MIN_SPLIT_SIZE.key} to split it.",
+    Rewrite)
   val switchedOff: SkewAggDecision =
     SwitchedOff("no skew split of the join below", SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)
 

@@ -15,7 +15,8 @@ import org.apache.spark.sql.skewagg.{
   FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
   SkewedPartitions
 }
-import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, SwitchedOff}
+import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritten, SwitchedOff}
+import org.apache.spark.sql.skewagg.skewsplit.SplitSkewedShuffleBelowAggregate.Rewrite
 
 /**
  * Adaptive query-stage preparation rule.
@@ -134,15 +135,23 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     if (splits == 0) {
       SkewAggDecisions.record(
         partial,
-        Refused("the repartition is skewed, but one map task " +
-          "wrote each skewed partition, so it cannot be read in splits."))
+        Refused(
+          "the repartition is skewed, but one map task wrote each skewed partition, so it " +
+            "cannot be read in splits.",
+          Rewrite))
       return None
     }
     val read = AQEShuffleReadExec(stage, specs)
     val splitPartial = partial.transformUp { case s: ShuffleQueryStageExec if s eq stage => read }
     Some(SkewAggLocalStageExec.mark(
       splitPartial,
-      "skewed repartition read in splits: " + SkewAggLocalStageExec.describe("partition", skew),
+      Rewritten(s"$Rewrite: " + SkewAggLocalStageExec.describe("partition", skew), Rewrite),
       skew.skewed.size))
   }
+}
+
+object SplitSkewedShuffleBelowAggregate {
+
+  /** The rewrite's name in its records (`SkewAggDecision.Rewritten` and `Refused`). */
+  val Rewrite = "skewed repartition read in splits"
 }

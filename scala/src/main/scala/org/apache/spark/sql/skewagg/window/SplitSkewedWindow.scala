@@ -13,6 +13,7 @@ import org.apache.spark.sql.skewagg.{
   Collations, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritten, SwitchedOff}
+import org.apache.spark.sql.skewagg.window.SplitSkewedWindow.Rewrite
 
 /**
  * Adaptive query-stage preparation rule (`adaptive`), and without adaptive execution a rule run
@@ -63,9 +64,11 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
           val accepted = ValidateRequirements.validate(rewritten)
           val decision = if (accepted) rewrite
           else {
-            Refused("a node above relies on the window's output being partitioned by its " +
-              "keys (an aggregate on them, or a window on them over other nodes), which " +
-              "splitting a key would break.")
+            Refused(
+              "a node above relies on the window's output being partitioned by its keys (an " +
+                "aggregate on them, or a window on them over other nodes), which splitting a " +
+                "key would break.",
+              Rewrite)
           }
           chain.foreach(SkewAggDecisions.record(_, decision))
           if (accepted) rewritten else current
@@ -85,7 +88,7 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     val forced = hints.exists(_.force)
     val skew = sizes.map(HotKeySplitWindowExec.skewOf(_, forced, conf))
     def record(decision: SkewAggDecision) = chain.foreach(SkewAggDecisions.record(_, decision))
-    def refuse(reason: String) = { record(Refused(reason)); None }
+    def refuse(reason: String) = { record(Refused(reason, Rewrite)); None }
     val keys = chain.head.partitionSpec
     val inputColumns = chain.head.child.asInstanceOf[SortExec].child.outputSet
     if (hints.exists(!_.force)) {
@@ -128,11 +131,13 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
             chain.head.child.asInstanceOf[SortExec].child)
           split.setLogicalLink(chain.last.logicalLink.orNull)
           val what = if (chain.size == 1) "the window's" else s"a chain of ${chain.size} windows'"
-          val rewrite = Rewritten(skew.fold(
-            s"hot keys of $what partitions split by order if its shuffle is skewed when it runs " +
-              "(without adaptive execution its sizes are known only then)")(s =>
-            s"hot keys of $what skewed partitions split by order: " +
-              HotKeySplitWindowExec.describe(s, forced)))
+          val rewrite = Rewritten(
+            skew.fold(
+              s"hot keys of $what partitions split by order if its shuffle is skewed when it " +
+                "runs (without adaptive execution its sizes are known only then)")(s =>
+              s"hot keys of $what skewed partitions split by order: " +
+                HotKeySplitWindowExec.describe(s, forced)),
+            Rewrite)
           Some((split, rewrite))
       }
     }
@@ -186,4 +191,10 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
       down(sortInput, Nil)
     case _ => None
   }
+}
+
+object SplitSkewedWindow {
+
+  /** The rewrite's name in its records (`SkewAggDecision.Rewritten` and `Refused`). */
+  val Rewrite = "hot keys of a window split by order"
 }

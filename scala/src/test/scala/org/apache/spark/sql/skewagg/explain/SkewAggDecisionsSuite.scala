@@ -44,6 +44,20 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     }
   }
 
+  test("a refusal and a rewrite by the same rewrite contradict; by different rewrites not") {
+    import SkewAggDecision.{Refused, Rewritten}
+    val joinSplit = Rewritten("skew split of the join below the aggregate: ...", "join split")
+    val localAggregate = Rewritten("flushing partial aggregate before the join", "local")
+    val joinRefused = Refused("the join below is skewed, but ...", "join split")
+    val nothing = Refused("skewagg is off ...", Refused.EveryRewrite)
+    assert(SkewAggDecision.contradictions(Seq(localAggregate, joinRefused)).isEmpty)
+    assert(
+      SkewAggDecision.contradictions(Seq(joinRefused, joinSplit)) == Seq(joinRefused -> joinSplit))
+    assert(SkewAggDecision.contradictions(Seq(localAggregate, nothing)) == Seq(
+      nothing -> localAggregate))
+    assert(SkewAggDecision.contradictions(Seq(nothing)).isEmpty)
+  }
+
   test("local aggregation before the join names itself") {
     withSQLConf(conf :+ adaptiveOn: _*) {
       val text = explainAfterRun(skewedJoinAgg())

@@ -7,7 +7,8 @@ import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
 import org.apache.spark.sql.skewagg.{
-  ConfScopes, LineFeatures, PlanNodes, PlanningFallback, PlanShape, RowComparison
+  ConfScopes, LineFeatures, PlanNodes, PlanningFallback, PlanShape, RecordedContradictions,
+  RowComparison
 }
 import org.apache.spark.sql.skewagg.{SharedSkewAggSession, SkewAggConf}
 
@@ -42,7 +43,8 @@ private case class Attempt(
  * Runs [[FuzzCase]]s: each with skewagg on, then switched off at run time in the same session,
  * under the case's settings, comparing the rows (any order, floating point with a relative
  * tolerance) or, when the query fails, the error condition (an overflow under ANSI must fail both
- * ways). Also a failure: a skewagg planning step that fell back ([[PlanningFallback]]); a case
+ * ways). Also a failure: a skewagg planning step that fell back ([[PlanningFallback]]); a plan
+ * that records a rewrite beside its refusal ([[RecordedContradictions]]); a case
  * skewagg left alone whose plan with skewagg on differs from vanilla Spark's (a session without
  * the extension); and the kill switch: a plan with skewagg switched off that is not vanilla's
  * (compared before adaptive execution, and as executed for every [[ExecuteEvery]]-th case and
@@ -75,6 +77,9 @@ object FuzzRunner {
     }).orElse {
       if (PlanningFallback.count == fallbacksBefore) None
       else Some(s"a skewagg planning step fell back: ${PlanningFallback.last}")
+    }.orElse {
+      on.plan.map(RecordedContradictions.in).filter(_.nonEmpty)
+        .map(c => s"a rewrite and its refusal recorded about one aggregate: ${c.mkString("; ")}")
     }.orElse {
       on.plan.filter(p => rewrites.isEmpty && !emptied(p)).flatMap { plan =>
         val actual = PlanShape.withoutHints(PlanShape.of(plan))
