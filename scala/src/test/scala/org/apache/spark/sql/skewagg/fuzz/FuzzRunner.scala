@@ -11,6 +11,10 @@ import org.apache.spark.sql.skewagg.{
   RowComparison
 }
 import org.apache.spark.sql.skewagg.{SharedSkewAggSession, SkewAggConf}
+import org.apache.spark.sql.skewagg.localagg.PartialAggregateBeforeRepartition
+import org.apache.spark.sql.skewagg.skewsplit.{
+  SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate, SplitSkewedShuffleBelowAggregate
+}
 
 /**
  * What running one case found: a failure, the skewagg rewrites in its plan (names of
@@ -183,10 +187,10 @@ object FuzzRunner {
    */
   val Rewrites: Seq[(String, String)] = Seq(
     "LocalAggregateBeforeJoin" -> "before the join",
-    "PartialAggregateBeforeRepartition" -> "before the user's repartition",
-    "SplitSkewedJoinBelowAggregate" -> "skew split of the join",
-    "SplitSkewedShuffleBelowAggregate" -> "skewed repartition read in splits",
-    "SplitSkewedBucketsBelowAggregate" -> "skewed buckets read unbucketed",
+    "PartialAggregateBeforeRepartition" -> PartialAggregateBeforeRepartition.Rewrite,
+    "SplitSkewedJoinBelowAggregate" -> SplitSkewedJoinBelowAggregate.Rewrite,
+    "SplitSkewedShuffleBelowAggregate" -> SplitSkewedShuffleBelowAggregate.Rewrite,
+    "SplitSkewedBucketsBelowAggregate" -> SplitSkewedBucketsBelowAggregate.Rewrite,
     "PlanHolisticAggregatesSortBased" -> "SingleKeyAggregate",
     "PlanHolisticAggregatesSortBased" -> "HotKeySplitAggregate",
     "SplitSkewedWindow" -> "HotKeySplitWindow")
