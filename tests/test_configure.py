@@ -54,3 +54,20 @@ def test_configure_names_the_explain_section_where_spark_explain_has_sections(
     options = _options(skewagg.configure(builder, spark_version=version))
     named = options.get(skewagg.EXPLAIN_PROVIDERS_KEY) == skewagg.EXPLAIN_GENERATOR_CLASS
     assert named == has_sections
+
+
+def test_configure_keeps_skewed_block_sizes_exact_at_the_skew_factor() -> None:
+    builder = SparkSession.Builder()
+    builder._options.pop(skewagg.BLOCK_SKEW_FACTOR_KEY, None)  # (pyspark 3.5: a class attribute)
+    builder._options.pop("spark.skewagg.skew.factor", None)
+    assert _options(skewagg.configure(builder))[skewagg.BLOCK_SKEW_FACTOR_KEY] == "5.0"
+    builder._options.pop(skewagg.BLOCK_SKEW_FACTOR_KEY)
+    builder.config("spark.skewagg.skew.factor", "3")
+    assert _options(skewagg.configure(builder))[skewagg.BLOCK_SKEW_FACTOR_KEY] == "3"
+    builder._options.pop("spark.skewagg.skew.factor")
+
+
+def test_configure_keeps_a_block_skew_factor_the_user_chose() -> None:
+    builder = SparkSession.Builder().config(skewagg.BLOCK_SKEW_FACTOR_KEY, "10")
+    assert _options(skewagg.configure(builder))[skewagg.BLOCK_SKEW_FACTOR_KEY] == "10"
+    builder._options.pop(skewagg.BLOCK_SKEW_FACTOR_KEY)

@@ -72,3 +72,22 @@ def test_uniform_join_then_group_by_is_not_split(spark: SparkSession) -> None:
         spark, lambda s: fact(s, False).join(dim(s), "k").groupBy("k").agg(F.sum("v"))
     )
     assert not plans[(True, True)].skew_join()
+
+
+@pytest.mark.usefixtures("small_skew_settings")
+def test_more_than_2000_shuffle_partitions_still_show_the_hot_key(spark: SparkSession) -> None:
+    """Above 2000 partitions Spark averages each map task's block sizes unless
+    spark.shuffle.accurateBlockSkewedFactor is set, which skewagg.configure() does."""
+    assert spark.sparkContext.getConf().get(skewagg.BLOCK_SKEW_FACTOR_KEY) == "5.0"
+    many = {
+        "spark.sql.shuffle.partitions": "2001",
+        "spark.sql.adaptive.coalescePartitions.enabled": "true",
+    }
+    with session_settings(spark, many):
+        plans = differential(
+            spark,
+            lambda s: fact(s, True).join(dim(s), "k").groupBy("k")
+            .agg(F.sum(F.col("v") * F.col("attr")), F.count("*")),
+        )
+    on = plans[(True, True)]
+    assert on.has_decision("skew split of the join below the aggregate: partition"), on

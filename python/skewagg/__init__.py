@@ -53,7 +53,15 @@ COST_EVALUATOR_CLASS = "io.skewagg.SkewAggCostEvaluator"
 
 COST_EVALUATOR_KEY = "spark.sql.adaptive.customCostEvaluatorClass"
 
+BLOCK_SKEW_FACTOR_KEY = "spark.shuffle.accurateBlockSkewedFactor"
+"""Spark's setting that keeps a skewed shuffle block's size exact on shuffles of more than 2000
+partitions, where Spark otherwise records each map task's blocks at their average size."""
+
+_SKEW_FACTOR_KEY = "spark.skewagg.skew.factor"
+_SKEW_FACTOR_DEFAULT = "5.0"
+
 __all__ = [
+    "BLOCK_SKEW_FACTOR_KEY",
     "COST_EVALUATOR_CLASS",
     "COST_EVALUATOR_KEY",
     "ENABLED_KEY",
@@ -116,14 +124,18 @@ def configure(
     the builder already names one (skewagg never replaces yours; without its model, adaptive
     execution rejects the runtime skew splits), and appends :data:`EXPLAIN_GENERATOR_CLASS` to
     ``spark.sql.extendedExplainProviders``, so ``df.explain()`` says what skewagg decided for
-    each aggregate (see :func:`explain`; Spark 4.0+, whose EXPLAIN has such sections). The jar is
+    each aggregate (see :func:`explain`; Spark 4.0+, whose EXPLAIN has such sections), and sets
+    :data:`BLOCK_SKEW_FACTOR_KEY` to the skew factor (``spark.skewagg.skew.factor``, 5.0 unless
+    the builder sets it) unless the builder already sets it: on shuffles of more than 2000
+    partitions Spark otherwise averages each map task's block sizes, which hides a hot key from
+    skewagg's run-time rules (docs/production.md). The jar is
     that of :func:`jar_path` for ``spark_version`` and ``scala_version``. Calling it twice adds
     nothing twice. Like
     ``configure_spark_with_delta_pip``::
 
         spark = skewagg.configure(SparkSession.builder.appName("x")).getOrCreate()
 
-    Both settings are read when the SparkContext starts: if one is already running in this
+    These settings are read when the SparkContext starts: if one is already running in this
     process, stop it first (``spark.stop()``), or :func:`require_loaded` will say the extension is
     missing.
     """
@@ -143,6 +155,9 @@ def configure(
             EXPLAIN_PROVIDERS_KEY, ",".join(providers + [EXPLAIN_GENERATOR_CLASS]))
     if not _builder_option(builder, COST_EVALUATOR_KEY):
         builder = builder.config(COST_EVALUATOR_KEY, COST_EVALUATOR_CLASS)
+    if not _builder_option(builder, BLOCK_SKEW_FACTOR_KEY):
+        factor = _builder_option(builder, _SKEW_FACTOR_KEY) or _SKEW_FACTOR_DEFAULT
+        builder = builder.config(BLOCK_SKEW_FACTOR_KEY, factor)
     return builder
 
 

@@ -32,6 +32,9 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     // Config registry: make every spark.skewagg.* key known to SQLConf, so bad values fail at set,
     // and fail the session start on an invalid value in the job's config, naming it.
     SkewAggConf.registerAndCheckActiveContext()
+    // Session start: warn once when the application's shuffles can have more partitions than
+    // Spark records block sizes of exactly, which would hide a hot key from the run-time rules.
+    AveragedBlockSizes.warnAtSessionStart()
     // Listed twice in spark.sql.extensions: the rules are registered once.
     if (!RegisterOnce.firstTime(extensions)) return
 

@@ -47,7 +47,8 @@ object SkewAggDecision {
    * shuffles below"), the largest partition `largestId` of `largest` bytes (or rows, `inRows`),
    * its bytes under the `floor` (`spark.skewagg.skew.minPartitionSize`, `belowFloor`), or not
    * more than `factor` times the median (`spark.skewagg.skew.factor`) or times the per-slot share
-   * on `slots` task slots ([[TaskSlots]]).
+   * on `slots` task slots ([[TaskSlots]]); or, where Spark `averaged` the shuffle's block sizes
+   * ([[AveragedBlockSizes]]), unseen.
    */
   final case class NotSkewed(
       where: String,
@@ -59,7 +60,8 @@ object SkewAggDecision {
       slots: Int,
       slotShare: Long,
       inRows: Boolean = false,
-      belowFloor: Boolean = false)
+      belowFloor: Boolean = false,
+      averaged: Option[AveragedBlockSizes.Averaged] = None)
       extends SkewAggDecision {
     override def text: String = {
       def size(n: Long) = SkewedPartitions.format(n, inRows)
@@ -73,16 +75,24 @@ object SkewAggDecision {
       } else {
         s"not more than ${factor}x the median (${SkewAggConf.SKEW_FACTOR.key})"
       }
-      s"not skewed: in $where, the largest partition ($largestId) is " +
-        s"${size(largest)}, $ratio the median ${size(median)}: $why."
+      val found = s"the largest partition ($largestId) is ${size(largest)}, $ratio the median " +
+        size(median)
+      averaged match {
+        case Some(a) => s"skew unseen: in $where, ${a.text(factor)} (On those sizes $found.)"
+        case None => s"not skewed: in $where, $found: $why."
+      }
     }
   }
 
   object NotSkewed {
 
-    /** What `conf`'s skew test found in partitions of `sizes` bytes (none of them skewed). */
-    def of(where: String, sizes: Array[Long], conf: SQLConf): NotSkewed =
+    /**
+     * What `conf`'s skew test found in a shuffle's partitions of `sizes` bytes (none of them
+     * skewed), and whether Spark averaged those sizes ([[AveragedBlockSizes.measured]]).
+     */
+    def ofShuffle(where: String, sizes: Array[Long], conf: SQLConf): NotSkewed =
       of(where, sizes, sizes, SkewedPartitions.find(sizes, conf), conf)
+        .copy(averaged = AveragedBlockSizes.measured(sizes.length, conf))
 
     /**
      * What `skew`, measured on `sizes` (bytes, or rows where `skew.inRows`), found: partitions of

@@ -41,7 +41,7 @@ object SkewedPartitions {
   }
 
   def find(sizes: Array[Long], conf: SQLConf): SkewedPartitions =
-    find(sizes, conf, TaskSlots.of(conf))
+    find(sizes, conf, TaskSlots.of(conf, sizes.length))
 
   def find(sizes: Array[Long], conf: SQLConf, slots: Int): SkewedPartitions =
     find(sizes, conf, slots, conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
@@ -52,7 +52,7 @@ object SkewedPartitions {
    * [[atAverageDensity]] against the `spark.skewagg.skew.minPartitionSize` floor.
    */
   def findByRows(rows: Array[Long], bytes: Array[Long], conf: SQLConf): SkewedPartitions = {
-    val byRows = find(rows, conf, TaskSlots.of(conf), floor = 0L)
+    val byRows = find(rows, conf, TaskSlots.of(conf, rows.length), floor = 0L)
     val floor = conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
     val work = atAverageDensity(rows, bytes)
     byRows.copy(skewed = byRows.skewed.filter { case (i, _) => work(i) > floor }, inRows = true)

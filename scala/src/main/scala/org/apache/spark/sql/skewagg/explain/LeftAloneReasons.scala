@@ -137,7 +137,7 @@ object LeftAloneReasons {
         .maxBy(_._1.max)
       if (skew.nonEmpty) {
         Some(SkewedNoMatch(SkewAggLocalStageExec.describe("partition", skew)))
-      } else Some(NotSkewed.of(s"$what below", sizes, conf))
+      } else Some(NotSkewed.ofShuffle(s"$what below", sizes, conf))
     } else if (shuffles.exists(isShuffle)) {
       if (adaptive) Some(Pending(s"the sizes of $what below"))
       else {

@@ -53,7 +53,7 @@ private[singlekey] final class HotKeySplitAggregateEvaluator(
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MAX_SPLITS),
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_SIZE),
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_FRACTION),
-      TaskSlots.of(conf),
+      TaskSlots.of(conf, conf.numShufflePartitions),
       conf.getConf(SkewAggConf.SKEW_FACTOR)).head
     SkewAggDecisions.note(
       plan,

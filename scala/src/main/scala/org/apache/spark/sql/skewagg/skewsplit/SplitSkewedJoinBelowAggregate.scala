@@ -155,7 +155,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
       joinBelow(agg.children.head).map(_.children.map(joinInputSizes)).collect {
         case inputs if inputs.forall(_.exists(SkewedPartitions.find(_, conf).skewed.isEmpty)) =>
           val sizes = inputs.flatten.maxBy(s => if (s.isEmpty) 0L else s.max)
-          NotSkewed.of("the join's input shuffles below", sizes, conf)
+          NotSkewed.ofShuffle("the join's input shuffles below", sizes, conf)
       }
     case _ => None
   }
@@ -181,9 +181,9 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     // Spark's threshold is max(this, factor x median) per side: this carries skewagg's floor and
     // the per-slot share (SkewedPartitions) of the side with the smaller share, so that a side
     // the candidate test found skewed is split.
-    val slots = math.max(TaskSlots.of(conf), 1)
     val shares = joinBelow(partial.children.head).toSeq.flatMap(_.children)
-      .flatMap(joinInputSizes).map(_.sum / slots)
+      .flatMap(joinInputSizes).map(sizes =>
+        sizes.sum / math.max(TaskSlots.of(conf, sizes.length), 1))
     thresholds.setConf(
       SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD,
       SkewedPartitions.threshold(0L, if (shares.isEmpty) 0L else shares.min, conf))

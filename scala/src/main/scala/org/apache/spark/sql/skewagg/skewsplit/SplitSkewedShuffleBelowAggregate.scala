@@ -118,7 +118,9 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     val sizes = stats.bytesByPartitionId
     val skew = SkewedPartitions.find(sizes, conf)
     if (!skew.nonEmpty) {
-      SkewAggDecisions.record(partial, NotSkewed.of("the user's repartition below", sizes, conf))
+      SkewAggDecisions.record(
+        partial,
+        NotSkewed.ofShuffle("the user's repartition below", sizes, conf))
       return None
     }
     val skewedIds = skew.skewed.map(_._1).toSet

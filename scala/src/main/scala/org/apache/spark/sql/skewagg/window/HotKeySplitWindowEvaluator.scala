@@ -9,7 +9,9 @@ import org.apache.spark.sql.catalyst.expressions.{
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.ShufflePartitionsUtil
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggDecisions, SkewedPartitions}
+import org.apache.spark.sql.skewagg.{
+  AveragedBlockSizes, SkewAggConf, SkewAggDecisions, SkewedPartitions
+}
 import org.apache.spark.sql.skewagg.SkewAggDecision.AtRunTime
 import org.apache.spark.sql.skewagg.hotkey.{ExternalSorts, HotKeyRanges, HotKeySplitPipeline}
 
@@ -64,10 +66,12 @@ private[window] final class HotKeySplitWindowEvaluator(
     }
     val (skewedSpecs, ordinarySpecs) = specs.partition(reducers(_).exists(skewedIds))
     if (skewedSpecs.isEmpty) {
+      val unseen = AveragedBlockSizes.measured(sizes.length, conf)
+        .map(a => s" (skew unseen: ${a.text(conf.getConf(SkewAggConf.SKEW_FACTOR))})")
       return finish(
         sparkWindow(child).execute(),
-        "no partition of the window's shuffle " +
-          "skewed when it ran: Spark's window")
+        "no partition of the window's shuffle skewed when it ran: Spark's window" +
+          unseen.getOrElse(""))
     }
     plan.longMetric("skewedPartitions").set(skew.skewed.size.toLong)
     val target = SkewedPartitions.splitSize(sizes, skew, conf)

@@ -94,7 +94,7 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     if (hints.exists(!_.force)) {
       refuse(s"hint ${SkewAggHints.Forbid}.")
     } else if (skew.exists(!_.nonEmpty)) {
-      record(NotSkewed.of("the window's shuffle", sizes.get, conf))
+      record(NotSkewed.ofShuffle("the window's shuffle", sizes.get, conf))
       None
     } else if (!conf.getConf(SkewAggConf.WINDOW_ENABLED)) {
       record(SwitchedOff("hot keys of the window not split", SkewAggConf.WINDOW_ENABLED))
