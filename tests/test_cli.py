@@ -38,3 +38,12 @@ def test_jar_path_picks_the_scala_build_asked_for() -> None:
 def test_spark_lines_lists_what_is_bundled() -> None:
     proc = run([sys.executable, "-m", "skewagg", "spark-lines"])
     assert proc.returncode == 0 and proc.stdout.split() == skewagg.supported_spark_lines()
+
+
+def test_server_conf_prints_the_flags_a_connect_server_needs() -> None:
+    proc = run([sys.executable, "-m", "skewagg", "server-conf"])
+    assert proc.returncode == 0, proc.stderr
+    lines = [line.rstrip(" \\") for line in proc.stdout.strip().splitlines()]
+    assert lines[0] == f"--jars {skewagg.jar_path()}"
+    assert f"--conf spark.sql.extensions={skewagg.EXTENSION_CLASS}" in lines
+    assert " ".join(lines).split() == skewagg.server_flags()

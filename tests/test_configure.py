@@ -71,3 +71,29 @@ def test_configure_keeps_a_block_skew_factor_the_user_chose() -> None:
     builder = SparkSession.Builder().config(skewagg.BLOCK_SKEW_FACTOR_KEY, "10")
     assert _options(skewagg.configure(builder))[skewagg.BLOCK_SKEW_FACTOR_KEY] == "10"
     builder._options.pop(skewagg.BLOCK_SKEW_FACTOR_KEY)
+
+
+def test_configure_on_a_remote_connect_client_sets_only_session_settings(
+        capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(skewagg, "_server_flags_shown", False)
+    builder = SparkSession.Builder()
+    builder._options.clear()  # (pyspark 3.5: a class attribute shared by every builder)
+    builder.remote("sc://spark.example.com:15002")
+    options = _options(skewagg.configure(skewagg.configure(builder)))
+    for server_only in ("spark.jars", "spark.sql.extensions", skewagg.BLOCK_SKEW_FACTOR_KEY):
+        assert server_only not in options, options
+    assert options[skewagg.COST_EVALUATOR_KEY] == skewagg.COST_EVALUATOR_CLASS
+    printed = capsys.readouterr().err
+    # Once for the two calls, naming every flag the server needs.
+    assert printed.count("a Spark Connect server loads skewagg only if") == 1, printed
+    assert " ".join(skewagg.server_flags()) in printed
+    builder._options.clear()
+
+
+def test_server_flags_name_the_jar_the_extension_and_the_settings() -> None:
+    flags = skewagg.server_flags()
+    assert flags[:2] == ["--jars", skewagg.jar_path()]
+    settings = dict(flags[i + 1].split("=", 1) for i in range(2, len(flags), 2))
+    assert settings["spark.sql.extensions"] == skewagg.EXTENSION_CLASS
+    assert settings[skewagg.COST_EVALUATOR_KEY] == skewagg.COST_EVALUATOR_CLASS
+    assert settings[skewagg.BLOCK_SKEW_FACTOR_KEY] == "5.0"

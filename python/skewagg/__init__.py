@@ -12,6 +12,8 @@ that jar on a session and switches it on and off::
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import TYPE_CHECKING, Dict, List, Optional
 
 from skewagg._jars import jar_for, supported_spark_lines
@@ -87,6 +89,7 @@ __all__ = [
     "jar_path",
     "loaded_version",
     "require_loaded",
+    "server_flags",
     "stage_report",
     "supported_spark_lines",
 ]
@@ -109,6 +112,38 @@ def _builder_option(builder: "SparkSession.Builder", key: str) -> Optional[str]:
     options = getattr(builder, "_options", None) or {}
     value = options.get(key)
     return None if value is None else str(value)
+
+
+def _is_remote_client(builder: "SparkSession.Builder") -> bool:
+    """Whether ``builder`` makes a Spark Connect client of a server started elsewhere
+    (``remote("sc://...")``, or ``$SPARK_REMOTE``); ``remote("local")`` starts a server here,
+    whose conf the builder's options are."""
+    remote = _builder_option(builder, "spark.remote") or os.environ.get("SPARK_REMOTE", "")
+    return remote.startswith("sc://")
+
+
+def server_flags(spark_version: Optional[str] = None,
+                 scala_version: Optional[str] = None) -> List[str]:
+    """The ``spark-submit`` arguments that load skewagg into a Spark application, e.g. a Spark
+    Connect server (``spark-submit --class org.apache.spark.sql.connect.service.
+    SparkConnectServer``): the jar for ``spark_version`` and ``scala_version`` (see
+    :func:`jar_path`), the extension, and the settings :func:`configure` sets. They are read when
+    the application starts, so a Connect client cannot set them (``python -m skewagg
+    server-conf`` prints them)."""
+    settings = {
+        "spark.sql.extensions": EXTENSION_CLASS,
+        COST_EVALUATOR_KEY: COST_EVALUATOR_CLASS,
+        BLOCK_SKEW_FACTOR_KEY: _SKEW_FACTOR_DEFAULT,
+    }
+    if has_explain_providers(spark_version):
+        settings[EXPLAIN_PROVIDERS_KEY] = EXPLAIN_GENERATOR_CLASS
+    flags = ["--jars", jar_path(spark_version, scala_version)]
+    for key, value in settings.items():
+        flags += ["--conf", f"{key}={value}"]
+    return flags
+
+
+_server_flags_shown = False
 
 
 def configure(
@@ -137,8 +172,12 @@ def configure(
 
     These settings are read when the SparkContext starts: if one is already running in this
     process, stop it first (``spark.stop()``), or :func:`require_loaded` will say the extension is
-    missing.
+    missing. A Spark Connect client of a server started elsewhere (``remote("sc://...")``) cannot
+    set them: there ``configure`` sets only the session settings (the cost model, the explain
+    section) and prints, once, the flags the server needs (:func:`server_flags`).
     """
+    if _is_remote_client(builder):
+        return _configure_remote_client(builder, spark_version)
     jar = jar_path(spark_version, scala_version)
     jars = split_list(_builder_option(builder, "spark.jars"))
     if jar not in jars:
@@ -149,15 +188,35 @@ def configure(
     builder = builder.config("spark.jars", ",".join(jars)).config(
         "spark.sql.extensions", ",".join(extensions)
     )
+    builder = _configure_session_settings(builder, spark_version)
+    if not _builder_option(builder, BLOCK_SKEW_FACTOR_KEY):
+        factor = _builder_option(builder, _SKEW_FACTOR_KEY) or _SKEW_FACTOR_DEFAULT
+        builder = builder.config(BLOCK_SKEW_FACTOR_KEY, factor)
+    return builder
+
+
+def _configure_session_settings(builder: "SparkSession.Builder",
+                                spark_version: Optional[str]) -> "SparkSession.Builder":
+    """The settings of :func:`configure` that a session may set (a Connect client's too): the
+    explain section appended, the cost model unless the builder names one."""
     providers = split_list(_builder_option(builder, EXPLAIN_PROVIDERS_KEY))
     if has_explain_providers(spark_version) and EXPLAIN_GENERATOR_CLASS not in providers:
         builder = builder.config(
             EXPLAIN_PROVIDERS_KEY, ",".join(providers + [EXPLAIN_GENERATOR_CLASS]))
     if not _builder_option(builder, COST_EVALUATOR_KEY):
         builder = builder.config(COST_EVALUATOR_KEY, COST_EVALUATOR_CLASS)
-    if not _builder_option(builder, BLOCK_SKEW_FACTOR_KEY):
-        factor = _builder_option(builder, _SKEW_FACTOR_KEY) or _SKEW_FACTOR_DEFAULT
-        builder = builder.config(BLOCK_SKEW_FACTOR_KEY, factor)
+    return builder
+
+
+def _configure_remote_client(builder: "SparkSession.Builder",
+                             spark_version: Optional[str]) -> "SparkSession.Builder":
+    global _server_flags_shown
+    builder = _configure_session_settings(builder, spark_version)
+    if not _server_flags_shown:
+        _server_flags_shown = True
+        flags = " ".join(server_flags(spark_version))
+        print(f"skewagg: a Spark Connect server loads skewagg only if it was started with: "
+              f"{flags} (python -m skewagg server-conf prints them)", file=sys.stderr)
     return builder
 
 

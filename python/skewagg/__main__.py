@@ -1,4 +1,4 @@
-"""Command line: ``python -m skewagg jar-path | spark-lines | demo | analyze``."""
+"""Command line: ``python -m skewagg jar-path | server-conf | spark-lines | demo | analyze``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from skewagg import jar_path, supported_spark_lines
+from skewagg import jar_path, server_flags, supported_spark_lines
 from skewagg.errors import SkewAggError
 
 
@@ -64,6 +64,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     jar.add_argument("--scala-version",
                      help="pick the jar built with this Scala (2.12 or 2.13; default: the Scala "
                           "of $SPARK_HOME or the installed pyspark, else the line's default)")
+    server = sub.add_parser(
+        "server-conf",
+        help="print the spark-submit flags that load skewagg into an application started "
+             "elsewhere, such as a Spark Connect server")
+    server.add_argument("--spark-version", help="the server's Spark version (default: pyspark's)")
+    server.add_argument("--scala-version", help="the server's Scala (2.12 or 2.13)")
     sub.add_parser("spark-lines", help="print the Spark major.minor lines this build supports")
     demo = sub.add_parser("demo", help="run a skewed join + aggregation with skewagg off and on")
     demo.add_argument("--rows", type=int, default=None, help="rows of the fact table")
@@ -82,6 +88,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "jar-path":
             print(jar_path(args.spark_version, args.scala_version))
+        elif args.command == "server-conf":
+            flags = server_flags(args.spark_version, args.scala_version)
+            print(" \\\n".join(" ".join(flags[i:i + 2]) for i in range(0, len(flags), 2)))
         elif args.command == "spark-lines":
             print("\n".join(supported_spark_lines()))
         elif args.command == "demo":

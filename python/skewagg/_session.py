@@ -49,7 +49,26 @@ def _scala_mismatch(spark: "SparkSession") -> Optional[str]:
     return None
 
 
+def is_connect(spark: "SparkSession") -> bool:
+    """Whether ``spark`` is a Spark Connect client session (its server runs the queries)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _why_not_loaded_on_server() -> str:
+    from skewagg import server_flags
+
+    return (
+        "this is a Spark Connect session, and its server was started without skewagg "
+        "(extensions and jars are fixed when the server's application starts; a client cannot "
+        "add them, and spark.stop() on the client does not restart the server). Start the "
+        f"server with: {' '.join(server_flags())} (python -m skewagg server-conf prints them; "
+        "--spark-version picks the jar of the server's Spark)."
+    )
+
+
 def _why_not_loaded(spark: "SparkSession") -> str:
+    if is_connect(spark):
+        return _why_not_loaded_on_server()
     mismatch = _scala_mismatch(spark)
     if mismatch is not None:
         return mismatch
