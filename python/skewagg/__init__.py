@@ -39,7 +39,7 @@ from skewagg.explain import (
     explain_text,
     has_explain_providers,
 )
-from skewagg.report import SkewReport, analyze
+from skewagg.report import DEFAULT_SKEW_FACTOR, SKEW_FACTOR_KEY, SkewReport, analyze
 from skewagg.stagereport import StageReport, stage_report
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,9 +58,6 @@ COST_EVALUATOR_KEY = "spark.sql.adaptive.customCostEvaluatorClass"
 BLOCK_SKEW_FACTOR_KEY = "spark.shuffle.accurateBlockSkewedFactor"
 """Spark's setting that keeps a skewed shuffle block's size exact on shuffles of more than 2000
 partitions, where Spark otherwise records each map task's blocks at their average size."""
-
-_SKEW_FACTOR_KEY = "spark.skewagg.skew.factor"
-_SKEW_FACTOR_DEFAULT = "5.0"
 
 __all__ = [
     "BLOCK_SKEW_FACTOR_KEY",
@@ -133,7 +130,7 @@ def server_flags(spark_version: Optional[str] = None,
     settings = {
         "spark.sql.extensions": EXTENSION_CLASS,
         COST_EVALUATOR_KEY: COST_EVALUATOR_CLASS,
-        BLOCK_SKEW_FACTOR_KEY: _SKEW_FACTOR_DEFAULT,
+        BLOCK_SKEW_FACTOR_KEY: DEFAULT_SKEW_FACTOR,
     }
     if has_explain_providers(spark_version):
         settings[EXPLAIN_PROVIDERS_KEY] = EXPLAIN_GENERATOR_CLASS
@@ -190,7 +187,7 @@ def configure(
     )
     builder = _configure_session_settings(builder, spark_version)
     if not _builder_option(builder, BLOCK_SKEW_FACTOR_KEY):
-        factor = _builder_option(builder, _SKEW_FACTOR_KEY) or _SKEW_FACTOR_DEFAULT
+        factor = _builder_option(builder, SKEW_FACTOR_KEY) or DEFAULT_SKEW_FACTOR
         builder = builder.config(BLOCK_SKEW_FACTOR_KEY, factor)
     return builder
 

@@ -89,15 +89,16 @@ object AveragedBlockSizes extends Logging {
       SQLConf.COALESCE_PARTITIONS_INITIAL_PARTITION_NUM.key).flatMap { key =>
       conf.getOption(key).flatMap(v => Try(v.trim.toInt).toOption).map(key -> _)
     }
-    planned.collectFirst {
-      case (key, n) if of(n, conf).nonEmpty =>
-        val factor = conf.getOption(SkewAggConf.SKEW_FACTOR.key)
-          .flatMap(v => Try(v.trim.toDouble).toOption)
-          .getOrElse(SkewAggConf.SKEW_FACTOR.defaultValue.get)
+    val factor = conf.getOption(SkewAggConf.SKEW_FACTOR.key)
+      .flatMap(v => Try(v.trim.toDouble).toOption)
+      .getOrElse(SkewAggConf.SKEW_FACTOR.defaultValue.get)
+    planned.flatMap { case (key, n) =>
+      of(n, conf).map { averaged =>
         s"This application's shuffles can have $n partitions ($key=$n). " +
-          of(n, conf).get.text(factor) + " skewagg's run-time rules (and Spark's own skew join) " +
+          averaged.text(factor) + " skewagg's run-time rules (and Spark's own skew join) " +
           "read those sizes."
-    }
+      }
+    }.headOption
   }
 
   private val warned = new AtomicBoolean(false)
