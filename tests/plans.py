@@ -27,9 +27,10 @@ USER_REPARTITION = ("REPARTITION_BY_COL", "REPARTITION_BY_NUM")
 def reported(df: DataFrame) -> Dict[str, str]:
     """``df``'s executed plan as JSON-ready strings (what apps in subprocesses report):
     ``Plan(**reported(df))`` reads it back."""
+    jvm_bridge = bridge(df.sparkSession, instead="assert on skewagg.explain(df) instead")
     executed = df._jdf.queryExecution().executedPlan()
     return {
-        "operators_json": str(bridge(df.sparkSession).operators(executed)),
+        "operators_json": str(jvm_bridge.operators(executed)),
         "text": str(executed.toString()),
     }
 

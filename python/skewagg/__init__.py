@@ -17,6 +17,7 @@ import sys
 from typing import TYPE_CHECKING, Dict, List, Optional
 
 from skewagg._jars import jar_for, supported_spark_lines
+from skewagg._sql import task_slots
 from skewagg._session import (
     EXTENSION_CLASS,
     VERSION_FUNCTION,
@@ -26,6 +27,7 @@ from skewagg._session import (
 )
 from skewagg.errors import (
     ColumnNotFoundError,
+    ConnectNotSupportedError,
     JarNotFoundError,
     NotLoadedError,
     SkewAggError,
@@ -68,6 +70,7 @@ __all__ = [
     "EXPLAIN_PROVIDERS_KEY",
     "EXTENSION_CLASS",
     "ColumnNotFoundError",
+    "ConnectNotSupportedError",
     "JarNotFoundError",
     "NotLoadedError",
     "SkewAggError",
@@ -226,12 +229,13 @@ def loaded_version(spark: "SparkSession") -> str:
 def executor_builds(spark: "SparkSession", tasks: Optional[int] = None) -> Dict[str, str]:
     """Which skewagg build each executor that ran a task loaded: ``{executor id: build}``.
 
-    Runs one small job of ``tasks`` tasks (default: the default parallelism, at least 2) that
-    calls into the jar on the executors, so it fails with Spark's ClassNotFoundException when the
-    jar did not reach them (e.g. ``spark.jars`` was not set when the cluster started).
+    Runs one small job of ``tasks`` tasks (default: one per task slot of the application, as the
+    rules count them, at least 2) that calls into the jar on the executors, so it fails with
+    Spark's ClassNotFoundException when the jar did not reach them (e.g. ``spark.jars`` was not
+    set when the cluster started).
     """
     require_loaded(spark)
-    n = tasks or max(2, spark.sparkContext.defaultParallelism)
+    n = tasks or max(2, task_slots(spark))
     rows = spark.sql(
         f"SELECT DISTINCT reflect('io.skewagg.BuildInfo', 'describeHere') AS here "
         f"FROM range(0, {n}, 1, {n})"

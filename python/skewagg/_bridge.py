@@ -4,14 +4,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
+from skewagg._session import is_connect
+from skewagg.errors import ConnectNotSupportedError
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 BRIDGE_CLASS = "io.skewagg.PythonBridge"
 
 
-def bridge(spark: SparkSession) -> Any:
-    """The JVM's ``io.skewagg.PythonBridge`` (a py4j object) of ``spark``'s driver."""
+def bridge(spark: SparkSession, instead: str = "") -> Any:
+    """The JVM's ``io.skewagg.PythonBridge`` (a py4j object) of ``spark``'s driver.
+
+    Raises :class:`ConnectNotSupportedError` on a Spark Connect session, whose client has no
+    driver JVM, naming ``instead``: what to use there.
+    """
+    if is_connect(spark):
+        raise ConnectNotSupportedError(
+            "this call reaches into the Spark driver's JVM (py4j), which a Spark Connect client "
+            f"does not have{': ' + instead if instead else '.'}")
     return spark.sparkContext._jvm.io.skewagg.PythonBridge  # type: ignore[union-attr]
 
 

@@ -21,3 +21,8 @@ class NotLoadedError(SkewAggError):
 
 class ColumnNotFoundError(SkewAggError, ValueError):
     """A column named in a skewagg call is not a column of the DataFrame."""
+
+
+class ConnectNotSupportedError(SkewAggError):
+    """A call needs the driver's JVM, which a Spark Connect client cannot reach; the message
+    names what to use instead."""

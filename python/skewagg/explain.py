@@ -8,6 +8,11 @@ for adaptive plans explain a DataFrame after an action ran it (``df.collect()``,
 a DataFrame keeps its executed plan. Before that, the text says "not decided yet";
 ``explain(df, run=True)`` runs the query first (counting its rows on the executors, without
 collecting them).
+
+On a Spark Connect client, whose DataFrames keep no executed plan (the server plans every action
+and every explain anew), the same text comes from the extension's table function
+``skewagg_explain(TABLE(q) [, run])``: the decisions of the last run of the same query on the
+server, or of a run made first with ``run=True``.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from typing import TYPE_CHECKING, Optional
 
 from skewagg._bridge import bridge
 from skewagg._jars import installed_spark_version, line_order, spark_line
-from skewagg._session import require_loaded
+from skewagg._session import is_connect, require_loaded
+from skewagg._sql import explanation
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -42,6 +48,10 @@ def explain_text(df: "DataFrame", run: bool = False) -> str:
     """The explanation :func:`explain` prints, as a string."""
     spark = df.sparkSession
     require_loaded(spark)
+    if is_connect(spark):
+        # The client's DataFrame keeps no executed plan: the server explains the last run of the
+        # same query (or runs it first).
+        return explanation(df, run)
     execution = df._jdf.queryExecution()
     if run:
         execution.toRdd().count()

@@ -11,13 +11,12 @@ small Spark jobs over ``df`` (key counts are cached between two of them).
 from __future__ import annotations
 
 import html
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
-from skewagg._bridge import bridge
+from skewagg._sql import skew_test
 from skewagg._session import is_loaded
 from skewagg.errors import ColumnNotFoundError, SkewAggError
 
@@ -364,12 +363,11 @@ DEFAULT_TASK_SLOTS = "0"
 
 def skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewVerdict:
     """skewagg's skew test on ``partition_bytes`` under ``spark``'s settings: the rules' own
-    (``io.skewagg.PythonBridge.skewTest``) when skewagg is loaded, else
-    :func:`python_skew_verdict`."""
-    # Classic sessions only (a Spark Connect client has no JVM to call).
-    if getattr(spark, "_jsparkSession", None) is None or not is_loaded(spark):
+    (the extension's ``skewagg_skew_test``, from classic and Spark Connect sessions alike) when
+    skewagg is loaded, else :func:`python_skew_verdict`."""
+    if not is_loaded(spark):
         return python_skew_verdict(spark, partition_bytes)
-    found = json.loads(str(bridge(spark).skewTest(spark._jsparkSession, list(partition_bytes))))
+    found = skew_test(spark, partition_bytes)
     return SkewVerdict([(int(i), int(b)) for i, b in found["skewed"]], int(found["median"]),
                        int(found["threshold"]), float(found["factor"]), int(found["floor"]),
                        int(found["split"]), int(found["slots"]), int(found["total"]))

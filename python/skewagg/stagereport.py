@@ -8,11 +8,13 @@
     report.plot("tasks.png")
 
 or ``report = skewagg.stage_report(spark, df.collect)``. Task times come from a Spark listener in
-the extension (the one the benchmark suite uses). The makespan on N slots list-schedules a
-stage's measured task durations, in task order, onto N slots, and adds the stages up: what those
-tasks would take on N cores, where one hot task, not the core count, decides a stage's time
-(see :mod:`skewagg.tasktimes`). It is a simulation from measured durations, not a measurement
-on N cores.
+the extension (the one the benchmark suite uses); on a Spark Connect client, which cannot attach
+one, the jobs run with a job tag (``spark.addTag``) and the server's record of that tag's tasks
+is read back with ``SELECT * FROM skewagg_task_times('<tag>')``. The makespan on N slots
+list-schedules a stage's measured task durations, in task order, onto N slots, and adds the
+stages up: what those tasks would take on N cores, where one hot task, not the core count,
+decides a stage's time (see :mod:`skewagg.tasktimes`). It is a simulation from measured
+durations, not a measurement on N cores.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from __future__ import annotations
 import html
 import re
 import statistics
+import uuid
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
-from skewagg._session import require_loaded
+from skewagg._session import is_connect, require_loaded
+from skewagg._sql import TAG_PREFIX, task_times
 from skewagg.tasktimes import QueryTimes, StageTimes, TaskTimeRecorder, makespan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,14 +48,26 @@ class StageReport:
         self.label = label
         self.times: Optional[QueryTimes] = None
         self._recorder: Optional[TaskTimeRecorder] = None
+        self._tag: Optional[str] = None
 
     def __enter__(self) -> "StageReport":
         require_loaded(self._spark)
+        if is_connect(self._spark):
+            # No listener can be attached from a client: the jobs are tagged, and the server's
+            # record of the tag's tasks read back (skewagg_task_times).
+            self._tag = f"{TAG_PREFIX}report-{uuid.uuid4().hex}"
+            self._spark.addTag(self._tag)
+            return self
         self._recorder = TaskTimeRecorder(self._spark)
         self._recorder.clear()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if self._tag is not None:
+            tag, self._tag = self._tag, None
+            self._spark.removeTag(tag)
+            self.times = QueryTimes.from_rows(task_times(self._spark, tag))
+            return
         assert self._recorder is not None
         try:
             self.times = self._recorder.snapshot()

@@ -13,7 +13,7 @@ import heapq
 import json
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, List, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Sequence, Tuple, TypeVar
 
 from skewagg._bridge import bridge
 
@@ -86,8 +86,13 @@ class QueryTimes:
 
     @staticmethod
     def from_json(text: str) -> "QueryTimes":
+        return QueryTimes.from_entries(json.loads(text))
+
+    @staticmethod
+    def from_entries(entries: List[Dict[str, Any]]) -> "QueryTimes":
+        """From stage entries as :meth:`from_json` reads them."""
         stages = []
-        for entry in json.loads(text):
+        for entry in entries:
             tasks = entry["tasks"]
             stages.append(StageTimes(
                 stage=entry["stage"], attempt=entry["attempt"], name=entry["name"],
@@ -100,12 +105,29 @@ class QueryTimes:
             ))
         return QueryTimes(stages)
 
+    @staticmethod
+    def from_rows(rows: List[Dict[str, Any]]) -> "QueryTimes":
+        """From the rows of ``skewagg_task_times(tag)`` (one per task, by stage)."""
+        entries: Dict[Tuple[int, int], Dict[str, Any]] = {}
+        for r in rows:
+            entry = entries.setdefault((r["stage"], r["attempt"]), {
+                "stage": r["stage"], "attempt": r["attempt"], "name": r["stage_name"],
+                "tasks": []})
+            entry["tasks"].append({
+                "durationMs": r["duration_ms"], "records": r["records"], "bytes": r["bytes"],
+                "peakExecutionMemory": r["peak_execution_memory"],
+                "diskSpilled": r["disk_spilled"], "jvmHeapPeak": r["jvm_heap_peak"]})
+        return QueryTimes.from_entries(list(entries.values()))
+
 
 class TaskTimeRecorder:
     """Records the task times of the queries run through :meth:`measure` (classic PySpark)."""
 
     def __init__(self, spark: "SparkSession") -> None:
-        self._recorder = bridge(spark).attachTaskTimeRecorder(spark.sparkContext._jsc.sc())
+        self._recorder = bridge(spark, instead=(
+            "use skewagg.stage_report(spark), which reads the task times of tagged jobs through "
+            "SQL (SELECT * FROM skewagg_task_times('skewagg-...') after spark.addTag)")
+        ).attachTaskTimeRecorder(spark.sparkContext._jsc.sc())
 
     def clear(self) -> None:
         """Forgets the tasks recorded so far."""

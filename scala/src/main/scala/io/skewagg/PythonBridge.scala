@@ -1,16 +1,13 @@
 package io.skewagg
 
-import scala.jdk.CollectionConverters._
-
 import org.apache.spark.SparkContext
-import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.skewagg.{
-  BottomPartialAggregateExec, PartialAggregates, PlanNodes, SessionStates, SkewAggAggregateExec,
-  SkewAggConf, SkewAggLocalStageExec, SkewAggWindowExec, SkewedPartitions
+  BottomPartialAggregateExec, PartialAggregates, PlanNodes, SkewAggAggregateExec, SkewAggConf,
+  SkewAggLocalStageExec, SkewAggWindowExec
 }
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 import org.apache.spark.sql.skewagg.monitor.TaskTimeRecorder
@@ -65,24 +62,6 @@ object PythonBridge {
 
   /** The skewagg operators that ran in an executed plan, one line each. */
   def operatorLines(plan: SparkPlan): String = SkewAggExplain.operatorLines(plan)
-
-  /**
-   * `skewagg.analyze`: the rules' skew test on (estimated) partition sizes under `session`'s
-   * settings, as JSON: the median, the threshold, the settings it used, the size of the pieces a
-   * skewed partition would be read in, and the skewed partitions as [id, bytes], largest first.
-   */
-  def skewTest(session: SparkSession, sizes: java.util.List[_]): String = {
-    val conf = SessionStates.conf(session)
-    val bytes = sizes.asScala.map(_.asInstanceOf[Number].longValue).toArray
-    val skew = SkewedPartitions.find(bytes, conf)
-    val skewed = skew.skewed.sortBy(-_._2).map { case (id, size) => s"[$id,$size]" }
-    s"""{"median":${skew.medianSize},"threshold":${skew.threshold},""" +
-      s""""factor":${conf.getConf(SkewAggConf.SKEW_FACTOR)},""" +
-      s""""floor":${conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)},""" +
-      s""""split":${SkewedPartitions.splitSize(bytes, skew, conf)},""" +
-      s""""slots":${skew.slots},"total":${skew.total},""" +
-      s""""skewed":[${skewed.mkString(",")}]}"""
-  }
 
   /** A skewagg setting's default, as its config entry documents it (`skewagg.analyze`). */
   def defaultOf(key: String): String = SkewAggConf.defaultOf(key)

@@ -1,6 +1,7 @@
 package io.skewagg
 
 import org.apache.spark.SPARK_VERSION
+import io.skewagg.functions.{ExplainFunction, PlanDriverRows, SkewTestFunctions, TaskTimesFunction}
 import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.skewagg._
 import org.apache.spark.sql.skewagg.PlanningFallback.{check, columnar, logical, physical, strategy}
@@ -8,10 +9,13 @@ import org.apache.spark.sql.skewagg.localagg.{
   BroadcastJoinBelowLocalAggregate, DropUnneededMergeAfterShuffle, LocalAggregateBeforeJoin,
   PartialAggregateBeforeRepartition, PlanPartialAggregates
 }
-import org.apache.spark.sql.skewagg.explain.{LeftAloneReasons, LeftAloneReasonsWithoutAdaptive}
+import org.apache.spark.sql.skewagg.explain.{
+  ExplainedRuns, LeftAloneReasons, LeftAloneReasonsWithoutAdaptive
+}
 import org.apache.spark.sql.skewagg.hints.{
   CheckSkewAggHints, ResolveSkewAggHints, RestoreSkewAggHints
 }
+import org.apache.spark.sql.skewagg.monitor.TaggedTaskTimes
 import org.apache.spark.sql.skewagg.singlekey.PlanHolisticAggregatesSortBased
 import org.apache.spark.sql.skewagg.window.{SplitSkewedWindow, SplitSkewedWindowWithoutAdaptive}
 import org.apache.spark.sql.skewagg.skewsplit.{
@@ -35,6 +39,11 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     // Session start: warn once when the application's shuffles can have more partitions than
     // Spark records block sizes of exactly, which would hide a hot key from the run-time rules.
     AveragedBlockSizes.warnAtSessionStart()
+    // Listener bus, once per application: record each executed query's explanation, and the task
+    // times of jobs tagged 'skewagg-...', for the table functions below (clients without a driver
+    // JVM: Spark Connect, SQL).
+    ExplainedRuns.attachToActiveContext()
+    TaggedTaskTimes.attachToActiveContext()
     // Listed twice in spark.sql.extensions: the rules are registered once.
     if (!RegisterOnce.firstTime(extensions)) return
 
@@ -42,6 +51,15 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     // the query keeps Spark's own plan for that step, with one warning (PlanningFallback).
     // Function registry: skewagg_version(), how a session shows that skewagg is loaded.
     extensions.injectFunction(SkewAggVersionFunction.description)
+    // Function registry: the rules' skew test and task slots, for skewagg.analyze from any client.
+    extensions.injectFunction(SkewTestFunctions.skewTest)
+    extensions.injectFunction(SkewTestFunctions.taskSlots)
+    // Table function registry: a query's explanation, and the task times of tagged jobs, as rows
+    // computed when the query runs (skewagg.explain and stage_report from any client).
+    extensions.injectTableFunction(ExplainFunction.description)
+    extensions.injectTableFunction(TaskTimesFunction.description)
+    // Physical planning: the table functions' relations (answered on the driver as they run).
+    extensions.injectPlannerStrategy(_ => PlanDriverRows)
     // Hint resolution: SKEW_AGG / NO_SKEW_AGG onto the aggregate they are written on.
     // (On Spark 3.5, which has no hint resolution hook, the resolution batch: the shim says.)
     HintResolutionPhase.inject(extensions, s => logical(ResolveSkewAggHints(s)))

@@ -160,7 +160,18 @@ object SkewAggDecision {
   final case class Pending(waitsFor: String) extends SkewAggDecision {
     override def text: String =
       s"not decided yet: skewagg decides from $waitsFor once it ran. Run the query (e.g. " +
-        "df.collect()) and explain it again."
+        "df.collect()) and explain it again. " + Pending.connect
+  }
+
+  object Pending {
+
+    /**
+     * Where a Spark Connect client finds the decisions: its explain plans the query anew, never
+     * the plan that ran.
+     */
+    val connect: String = "With Spark Connect, whose explain plans the query anew and never " +
+      "shows a run's decisions: run it, then skewagg.explain(df) (SQL: SELECT * FROM " +
+      "skewagg_explain(TABLE(q)))."
   }
 
   /** Part of a rewrite not done (e.g. hot keys not split), beside the rewrite that was done. */

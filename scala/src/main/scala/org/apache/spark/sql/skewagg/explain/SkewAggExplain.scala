@@ -73,8 +73,7 @@ object SkewAggExplain {
       val recorded =
         PlanNodes.downToExchanges(window).flatMap(SkewAggDecisions.aboutAggregate).distinct
       if (recorded.nonEmpty) recorded.map(_.text).mkString("\n  ")
-      else if (adaptiveNotRun) "not decided yet: the query has not run (skewagg decides on the " +
-        "sizes of the window's shuffle once it ran)."
+      else if (adaptiveNotRun) SkewAggDecision.Pending("the sizes of the window's shuffle").text
       else "Spark's window: skewagg splits a window over its own shuffle, and this one reads " +
         "another's (a window below it on the same keys, or a user's repartition)."
   }

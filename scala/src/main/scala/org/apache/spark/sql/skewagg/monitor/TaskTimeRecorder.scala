@@ -1,7 +1,5 @@
 package org.apache.spark.sql.skewagg.monitor
 
-import scala.collection.mutable
-
 import org.apache.spark.SparkContext
 import org.apache.spark.scheduler.{SparkListener, SparkListenerStageSubmitted, SparkListenerTaskEnd}
 
@@ -18,49 +16,20 @@ import org.apache.spark.scheduler.{SparkListener, SparkListenerStageSubmitted, S
  * }}}
  */
 class TaskTimeRecorder private (sc: SparkContext) extends SparkListener {
-  private case class Task(
-      index: Int,
-      durationMs: Long,
-      runMs: Long,
-      records: Long,
-      bytes: Long,
-      peakExecutionMemory: Long,
-      diskSpilled: Long,
-      jvmHeapPeak: Long)
-  private val names = mutable.LinkedHashMap.empty[(Int, Int), String]
-  private val tasks = mutable.LinkedHashMap.empty[(Int, Int), mutable.ArrayBuffer[Task]]
+  private val recorded = new RecordedStages
 
   override def onStageSubmitted(event: SparkListenerStageSubmitted): Unit = synchronized {
-    val info = event.stageInfo
-    names((info.stageId, info.attemptNumber())) = info.name
+    recorded.submitted(event.stageInfo)
   }
 
   override def onTaskEnd(event: SparkListenerTaskEnd): Unit = synchronized {
-    val info = event.taskInfo
-    val metrics = Option(event.taskMetrics)
-    if (info != null && info.successful) {
-      val shuffle = metrics.map(_.shuffleReadMetrics)
-      val input = metrics.map(_.inputMetrics)
-      val records =
-        shuffle.map(_.recordsRead).getOrElse(0L) + input.map(_.recordsRead).getOrElse(0L)
-      val bytes = shuffle.map(_.totalBytesRead).getOrElse(0L) + input.map(_.bytesRead).getOrElse(0L)
-      tasks.getOrElseUpdate((event.stageId, event.stageAttemptId), mutable.ArrayBuffer.empty) +=
-        Task(
-          info.index,
-          info.duration,
-          metrics.map(_.executorRunTime).getOrElse(0L),
-          records,
-          bytes,
-          metrics.map(_.peakExecutionMemory).getOrElse(0L),
-          metrics.map(_.diskBytesSpilled).getOrElse(0L),
-          Option(event.taskExecutorMetrics).map(_.getMetricValue("JVMHeapMemory")).getOrElse(0L))
-    }
+    recorded.ended(event)
   }
 
   /** Forgets every task recorded so far (call before the query to measure). */
   def clear(): Unit = {
     sc.listenerBus.waitUntilEmpty()
-    synchronized { names.clear(); tasks.clear() }
+    synchronized { recorded.clear() }
   }
 
   /**
@@ -73,15 +42,15 @@ class TaskTimeRecorder private (sc: SparkContext) extends SparkListener {
   def snapshotJson(): String = {
     sc.listenerBus.waitUntilEmpty()
     synchronized {
-      tasks.toSeq.sortBy(_._1).map { case ((stage, attempt), ts) =>
-        val name = names.getOrElse((stage, attempt), "").replace("\\", "\\\\").replace("\"", "\\\"")
-        val taskJson = ts.sortBy(_.index).map { t =>
+      recorded.stages.map { s =>
+        val name = s.name.replace("\\", "\\\\").replace("\"", "\\\"")
+        val taskJson = s.tasks.map { t =>
           s"""{"index":${t.index},"durationMs":${t.durationMs},"runMs":${t.runMs},""" +
             s""""records":${t.records},"bytes":${t.bytes},"peakExecutionMemory":""" +
             s"""${t.peakExecutionMemory},"diskSpilled":${t.diskSpilled},"jvmHeapPeak":${t
                 .jvmHeapPeak}}"""
         }.mkString("[", ",", "]")
-        s"""{"stage":$stage,"attempt":$attempt,"name":"$name","tasks":$taskJson}"""
+        s"""{"stage":${s.stage},"attempt":${s.attempt},"name":"$name","tasks":$taskJson}"""
       }.mkString("[", ",", "]")
     }
   }

@@ -1,0 +1,72 @@
+"""Every helper from a Spark Connect client, against a server started with skewagg: the same
+answers as classic PySpark, and a clear error for each classic-only call."""
+
+from __future__ import annotations
+
+import os
+import re
+from contextlib import redirect_stdout
+from io import StringIO
+from typing import Any, Dict
+
+import pytest
+from pyspark.sql import SparkSession
+
+import skewagg
+from helper_cases import CASES, SETTINGS, settings, skewed_join
+from skewagg.errors import ConnectNotSupportedError
+
+
+def test_the_session_is_a_connect_client_of_a_server_with_skewagg(spark: SparkSession) -> None:
+    assert type(spark).__module__.startswith("pyspark.sql.connect")
+    assert skewagg.is_active(spark)
+    assert skewagg.loaded_version(spark).startswith(f"skewagg {skewagg.__version__}")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_helper_answers_as_in_classic_pyspark(
+        spark: SparkSession, classic_answers: Dict[str, Any], case: str) -> None:
+    with settings(spark, SETTINGS):
+        answer = CASES[case](spark)
+    assert answer == classic_answers[case]
+
+
+def test_the_rewrite_is_seen_through_the_client(classic_answers: Dict[str, Any]) -> None:
+    assert "rewritten" in classic_answers["explain_after_run"]
+    before = classic_answers["explain_before_run"]
+    assert "not decided yet" in before or "rewritten" in before
+
+
+def test_explain_before_a_run_names_what_a_connect_user_can_do(spark: SparkSession) -> None:
+    with settings(spark, {**SETTINGS, "spark.skewagg.join.localAggregate.enabled": "false"}):
+        text = skewagg.explain_text(skewed_join(spark, 6))
+        extended = StringIO()
+        with redirect_stdout(extended):
+            skewed_join(spark, 6).explain("extended")
+    assert "not decided yet" in text and "skewagg.explain(df)" in text, text
+    section = extended.getvalue().split("(skewagg) ==", 1)[1]
+    assert "With Spark Connect" in section and "skewagg_explain(TABLE(q))" in section, section
+
+
+def test_classic_only_calls_raise_naming_the_alternative(spark: SparkSession) -> None:
+    from plans import reported
+    from skewagg.tasktimes import TaskTimeRecorder
+
+    with pytest.raises(ConnectNotSupportedError, match="skewagg.stage_report"):
+        TaskTimeRecorder(spark)
+    with pytest.raises(ConnectNotSupportedError, match="skewagg.explain"):
+        reported(skewed_join(spark, 7))
+
+
+def test_the_readme_client_code_runs(spark: SparkSession) -> None:
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
+    section = readme.split("### With Spark Connect", 1)[1].split("\n### ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert 'remote("sc://localhost:15002")' in code
+    code = code.replace("sc://localhost:15002", os.environ["SKEWAGG_CONNECT_URL"])
+    out = StringIO()
+    with redirect_stdout(out):
+        exec(compile(code, "README.md (With Spark Connect)", "exec"), {})
+    printed = out.getvalue()
+    assert "aggregate 1: group by [region]" in printed, printed
+    assert "Stage report" in printed and "Skew report for groupBy(store)" in printed, printed

@@ -1,0 +1,97 @@
+"""The helper calls that a Spark Connect client must answer as classic PySpark does. Each case
+takes a session, classic or Connect, and returns what the helpers gave, as JSON-ready values:
+tests/test_connect.py computes them on the classic session, and tests/connect/ on a client of a
+Connect server started with the same settings, and compares."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List
+
+from chispa import assert_df_equality
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import skewagg
+from conftest import session_settings as settings
+
+SETTINGS = {
+    # A shuffled join (the small side not broadcast) under a group-by, on 8 partitions.
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.adaptive.coalescePartitions.enabled": "false",
+    "spark.skewagg.skew.minPartitionSize": "4k",
+    "spark.skewagg.skew.minSplitSize": "2k",
+}
+"""Session settings every case runs under (the sessions share the rest: tests/test_connect.py)."""
+
+
+def facts(spark: SparkSession) -> DataFrame:
+    """30% of the rows on key 0, the rest spread over 1000 keys."""
+    return spark.range(0, 200000).select(
+        F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(F.col("id") % 1000).alias("k"),
+        F.col("id").alias("v"))
+
+
+def skewed_join(spark: SparkSession, variant: int) -> DataFrame:
+    """A skewed join under a group-by; each ``variant`` is a query of its own (explained afresh)."""
+    dims = spark.range(0, 1000).select(F.col("id").alias("k"), (F.col("id") % 7).alias("g"))
+    return (facts(spark).where(F.col("v") >= variant).join(dims, "k")
+            .groupBy("g").agg(F.sum("v").alias("s"), F.count(F.lit(1)).alias("n")))
+
+
+def explain_before_run(spark: SparkSession) -> str:
+    return skewagg.explain_text(skewed_join(spark, 1))
+
+
+def explain_after_run(spark: SparkSession) -> str:
+    df = skewed_join(spark, 2)
+    df.collect()
+    return skewagg.explain_text(df)
+
+
+def explain_with_run(spark: SparkSession) -> str:
+    return skewagg.explain_text(skewed_join(spark, 3), run=True)
+
+
+def rows_off_and_on(spark: SparkSession) -> List[List[Any]]:
+    """The rows with skewagg off and on, adaptive execution off and on (chispa: all equal)."""
+    results = []
+    for adaptive in ("false", "true"):
+        for on in (False, True):
+            with settings(spark, {"spark.sql.adaptive.enabled": adaptive}):
+                (skewagg.enable if on else skewagg.disable)(spark)
+                try:
+                    rows = skewed_join(spark, 4).orderBy("g").collect()
+                finally:
+                    skewagg.enable(spark)
+            results.append(spark.createDataFrame(rows, "g long, s long, n long"))
+    for other in results[1:]:
+        assert_df_equality(results[0], other)
+    return [list(r) for r in results[0].collect()]
+
+
+def stage_report(spark: SparkSession) -> List[List[int]]:
+    """Per stage: its tasks and the records they read."""
+    with skewagg.stage_report(spark) as report:
+        skewed_join(spark, 5).collect()
+    return [[row["tasks"], row["records"]] for row in report.rows()]
+
+
+def analyze(spark: SparkSession) -> str:
+    return str(skewagg.analyze(facts(spark), "k", top=3))
+
+
+def executor_builds(spark: SparkSession) -> Dict[str, str]:
+    return skewagg.executor_builds(spark)
+
+
+CASES: Dict[str, Callable[[SparkSession], Any]] = {
+    case.__name__: case for case in (
+        explain_before_run, explain_after_run, explain_with_run, rows_off_and_on, stage_report,
+        analyze, executor_builds)
+}
+
+
+def answers(spark: SparkSession) -> Dict[str, Any]:
+    """Every case's answer on ``spark``, under :data:`SETTINGS`."""
+    with settings(spark, SETTINGS):
+        return {name: case(spark) for name, case in CASES.items()}
