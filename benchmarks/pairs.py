@@ -37,7 +37,7 @@ VARIANTS = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("query", choices=["repartition", "join", "tpch-q12", "demo"])
+    parser.add_argument("query", choices=["repartition", "join", "distinct", "tpch-q12", "demo"])
     parser.add_argument("variants", help="comma-separated: " + ", ".join(VARIANTS))
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--warmups", type=int, default=1, help="unmeasured repeats first")
@@ -70,6 +70,7 @@ def main() -> None:
     queries = {
         "repartition": lambda: fact.repartition("k").groupBy("k").agg(F.sum("v").alias("s")),
         "join": lambda: fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s")),
+        "distinct": lambda: fact.join(dim, "k").groupBy("k").agg(F.countDistinct("i").alias("s")),
         "demo": lambda: fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s")),
         "tpch-q12": lambda: spark.sql(TPCH_Q12.format(
             orders=f"parquet.`{q12 / 'orders'}`", lineitem=f"parquet.`{q12 / 'lineitem'}`")),
