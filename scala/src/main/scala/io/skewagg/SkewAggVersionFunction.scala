@@ -1,5 +1,7 @@
 package io.skewagg
 
+import io.skewagg.functions.FunctionInfo
+
 import org.apache.spark.sql.catalyst.FunctionIdentifier
 import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionInfo, Literal}
 
@@ -13,9 +15,8 @@ object SkewAggVersionFunction {
 
   val description: (FunctionIdentifier, ExpressionInfo, Seq[Expression] => Expression) = (
     FunctionIdentifier(name),
-    new ExpressionInfo(
+    FunctionInfo(
       getClass.getName.stripSuffix("$"),
-      null,
       name,
       "_FUNC_() - Returns the skewagg build loaded in this session.",
       "", // arguments
@@ -24,11 +25,7 @@ object SkewAggVersionFunction {
       > SELECT _FUNC_();
        skewagg 0.1.0 for Spark 4.0 (Scala 2.13)
   """,
-      "", // note
-      "misc_funcs",
-      "0.1.0", // since
-      "", // deprecated
-      "built-in"),
+      "misc_funcs"),
     (args: Seq[Expression]) => {
       if (args.nonEmpty) {
         throw new IllegalArgumentException(

@@ -1,8 +1,8 @@
 package io.skewagg.functions
 
-import org.apache.spark.sql.catalyst.expressions.ExpressionInfo
+import org.apache.spark.sql.catalyst.expressions.{Expression, ExpressionInfo}
 
-/** The `DESCRIBE FUNCTION` entry of a skewagg function. */
+/** The `DESCRIBE FUNCTION` entry of every skewagg function. */
 object FunctionInfo {
   def apply(
       className: String,
@@ -28,7 +28,7 @@ object FunctionInfo {
   def literal(
       function: String,
       what: String,
-      argument: org.apache.spark.sql.catalyst.expressions.Expression): Any = {
+      argument: Expression): Any = {
     if (!argument.foldable) {
       throw new IllegalArgumentException(
         s"$function takes $what as a literal, but was given ${argument.sql}.")
