@@ -70,10 +70,11 @@ def rows_off_and_on(spark: SparkSession) -> List[List[Any]]:
 
 
 def stage_report(spark: SparkSession) -> List[List[int]]:
-    """Per stage: its tasks and the records they read."""
+    """Per stage: its tasks and the records they read, sorted: the join's two map stages are
+    submitted together, and which of them gets the lower stage id varies from run to run."""
     with skewagg.stage_report(spark) as report:
         skewed_join(spark, 5).collect()
-    return [[row["tasks"], row["records"]] for row in report.rows()]
+    return sorted([row["tasks"], row["records"]] for row in report.rows())
 
 
 def analyze(spark: SparkSession) -> str:
