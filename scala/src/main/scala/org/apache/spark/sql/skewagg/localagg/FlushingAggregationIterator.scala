@@ -49,7 +49,14 @@ private[localagg] class FlushingAggregationIterator(
       newMutableProjection) {
   import FlushingPartialAggregateExec._
 
-  private[this] val FlushingMetrics(rowsIn, rowsOut, flushes, passedThrough, learned) = metrics
+  // The task's metrics and sketch: replaced when the state is restarted for another task.
+  private[this] var rowsIn = metrics.rowsIn
+  private[this] var rowsOut = metrics.rowsOut
+  private[this] var flushes = metrics.flushes
+  private[this] var passedThrough = metrics.passedThrough
+  private[this] var learned = metrics.learned
+  private[this] var sketched = sketch.map(_._1).orNull
+  private[this] val keyHashOf = sketch.map(_._2).orNull
 
   /** A key's buffer and the rows merged into it since the last flush. */
   private final class Entry(val buffer: InternalRow) { var rows: Long = 0 }
@@ -68,16 +75,16 @@ private[localagg] class FlushingAggregationIterator(
     buffer
   }
 
-  /** A row's one-row partial in one projection, when every function is declarative. */
-  private[this] val oneRowPartial: Option[UnsafeProjection] =
-    oneRowPartialExpressions(
-      groupingExpressions,
-      aggregateExpressions,
-      aggregateFunctions.toSeq).map { expressions =>
-      val projection = UnsafeProjection.create(expressions, inputAttributes)
-      projection.initialize(partIndex)
-      projection
-    }
+  /** A row's one-row partial as expressions, when every function is declarative. */
+  private[this] val oneRowPartialOfInput: Option[Seq[Expression]] =
+    oneRowPartialExpressions(groupingExpressions, aggregateExpressions, aggregateFunctions.toSeq)
+
+  /** ...in one projection: only rows pulled need it (generated code computes its own). */
+  private[this] lazy val oneRowPartial: Option[UnsafeProjection] = oneRowPartialOfInput.map { e =>
+    val projection = UnsafeProjection.create(e, inputAttributes)
+    projection.initialize(partIndex)
+    projection
+  }
 
   private[this] val newMap: Int => GroupingKeyMap[Entry] =
     GroupingKeyMap.constructor(groupingExpressions, inputAttributes, groupingProjection)
@@ -105,8 +112,6 @@ private[localagg] class FlushingAggregationIterator(
   private[this] val rowsPerShuffleBucket =
     shuffleKeyOf.map(_ => new Array[Long](1 << ShuffleBucketBits)).orNull
 
-  private[this] val (sketched, keyHashOf) = sketch.getOrElse((null, null))
-
   /** Entries being emitted by a flush (or at the end of the input). */
   private[this] var draining: GroupingKeyMap.Cursor[Entry] = null
   private[this] var finished = false
@@ -117,7 +122,7 @@ private[localagg] class FlushingAggregationIterator(
   // Pushed rows.
 
   /** Whether the next row passes through without a look at the map (no heavy key is kept). */
-  def passing: Boolean = !learning && oneRowPartial.isDefined && map.isEmpty
+  def passing: Boolean = !learning && oneRowPartialOfInput.isDefined && map.isEmpty
 
   /** Merges `row` into the map; false when it passes through instead (then call `passed`). */
   def offer(row: InternalRow): Boolean = {
@@ -182,6 +187,33 @@ private[localagg] class FlushingAggregationIterator(
   def emitted(row: InternalRow): Unit = {
     rowsOut += 1
     if (sketched != null) sketched.add(keyHashOf(row))
+  }
+
+  /** Whether the input ended and everything was emitted: the state may serve another task. */
+  def drained: Boolean = finished && draining == null
+
+  /**
+   * Makes a drained state new for another task of the same run, counting into that task's
+   * `metrics` and `sketch` (null without one). The task learns first, as every task does; how
+   * long relearning waits goes on from where the last task left it: the run's tasks read the
+   * same kind of rows, so a run that keeps passing rows through relearns less often, as one long
+   * task would.
+   */
+  def restart(sketch: DistinctHashes, metrics: FlushingMetrics): Unit = {
+    assert(drained, "only a drained state serves another task")
+    rowsIn = metrics.rowsIn
+    rowsOut = metrics.rowsOut
+    flushes = metrics.flushes
+    passedThrough = metrics.passedThrough
+    learned = metrics.learned
+    sketched = sketch
+    map = newMap(capacity)
+    learning = true
+    rowsSinceFlush = 0
+    rowsUntilLearning = 0
+    relearning = LearnedReductions.passedThrough(run)
+    finished = false
+    pending = null
   }
 
   // Pulled rows: the operator without code generation.

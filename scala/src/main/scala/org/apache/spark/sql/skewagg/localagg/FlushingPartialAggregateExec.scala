@@ -1,5 +1,6 @@
 package org.apache.spark.sql.skewagg.localagg
 
+import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
@@ -52,7 +53,10 @@ import org.apache.spark.sql.types.{
  * quarters would only cost map probes. The first batch of a task always fills the map: keys that
  * come in cycles longer than a quarter map (each customer once per day, say) repeat only later.
  * Except where an earlier task of the same run, in the same JVM, had a full batch that passed
- * rows through ([[LearnedReductions]]): then the first batch may decide early too.
+ * rows through ([[LearnedReductions]]): then the first batch may decide early too. In a
+ * generated stage, a task takes the state an earlier task of the run left in the JVM
+ * ([[IdleTaskStates]]): its projections are made once per slot, and its relearning waits as
+ * long as it had come to wait.
  *
  * Its output is exactly what Spark's partial aggregate emits (grouping keys and aggregation
  * buffers), possibly with several rows per key, which the final aggregate merges.
@@ -149,6 +153,33 @@ case class FlushingPartialAggregateExec(
       metrics)
   }
 
+  /** Whether a task state may serve several tasks: no expression has a partition's seed. */
+  private def statesReusable: Boolean =
+    (groupingExpressions ++ aggregateExpressions ++ resultExpressions).forall(_.deterministic)
+
+  /**
+   * The state of a generated stage's task: one its run left in this JVM ([[IdleTaskStates]]),
+   * restarted, or a new one; given back when the task completes with it drained.
+   */
+  private[localagg] def taskState(
+      partIndex: Int,
+      run: Long,
+      sketch: DistinctHashes,
+      metrics: FlushingMetrics): FlushingAggregationIterator = {
+    val task = TaskContext.get()
+    if (task == null || !statesReusable) {
+      return newState(partIndex, Iterator.empty, run, sketch, metrics)
+    }
+    var state = IdleTaskStates.take(run)
+    if (state != null) state.restart(sketch, metrics)
+    else state = newState(partIndex, Iterator.empty, run, sketch, metrics)
+    val taken = state
+    task.addTaskCompletionListener[Unit] { _ =>
+      if (taken.drained) IdleTaskStates.give(run, taken)
+    }
+    state
+  }
+
   override protected def doExecute(): RDD[InternalRow] = {
     val run = LearnedReductions.nextRun()
     val sketch = emittedKeys.orNull
@@ -193,8 +224,7 @@ case class FlushingPartialAggregateExec(
       classOf[FlushingAggregationIterator].getName,
       "flushing",
       v =>
-        s"$v = $plan.newState(partitionIndex, scala.collection.Iterator$$.MODULE$$.empty(), " +
-          s"$run.longValue(), $sketch, $metrics);",
+        s"$v = $plan.taskState(partitionIndex, $run.longValue(), $sketch, $metrics);",
       forceInline = true)
     val out = ctx.freshName("out")
     s"""

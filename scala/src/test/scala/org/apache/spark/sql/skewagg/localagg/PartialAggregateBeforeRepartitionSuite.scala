@@ -255,7 +255,9 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase with Sprea
     // 8 tasks of 50,000 rows (hot key 0, unique others) on 2 slots, a map of 4096 keys: a task
     // that fills its first batch learns from 5,851 rows and passes the rest through. At most the
     // first two tasks start before any batch decided; the other six learn what those passed
-    // ([[LearnedReductions]]) and decide at 1024 keys, from about 1,460 rows each.
+    // ([[LearnedReductions]]) and decide at 1024 keys, from about 1,460 rows each. Those six
+    // take the task states the first ones left ([[IdleTaskStates]]), in both runs with skewagg.
+    val reusedBefore = IdleTaskStates.reused.get
     val d = differential(
       s =>
         s.range(0, 400000, 1, 8)
@@ -268,6 +270,7 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase with Sprea
       assert(m("numLearnedRows") < 2 * 5851 + 6 * 2000, m)
       assert(m("numOutputRows") < m("numInputRows") * 0.8, m)
     }
+    assert(IdleTaskStates.reused.get - reusedBefore >= 2 * 6)
   }
 
   test("without the hint: relearning that passes rows through again waits twice as long") {
