@@ -19,14 +19,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-# Code areas: a name and a pattern matched against "Class.method" of each frame.
+# Code areas: a name and a pattern matched against "Class.method" of each frame, the class
+# named as the JVM names it (org/apache/spark/...).
 AREAS = [
     ("parquet scan (read and decode)", r"parquet|VectorizedColumnReader|ColumnarBatch"),
     ("range / generated input", r"RangeExec|xxhash|XXH64|Murmur3"),
     ("Spark's hash aggregate (map)", r"UnsafeFixedWidthAggregationMap|BytesToBytesMap|"
                                      r"TungstenAggregationIterator|HashAggregateExec"),
-    ("skewagg flushing aggregate", r"skewagg\.localagg\.Flushing"),
-    ("skewagg other operators", r"skewagg\.(?!localagg\.Flushing)"),
+    ("skewagg flushing aggregate (its task state)", r"skewagg/localagg/|IdleTaskStates"),
+    ("skewagg other operators", r"skewagg/(?!localagg/)"),
     ("shuffle write (the writer's own code)", r"ShuffleWriter\.(write|writePartitionedData)$|"
                                               r"ShuffleExternalSorter|ShuffleInMemorySorter|LZ4|"
                                               r"Zstd|DiskBlockObjectWriter|DataOutputStream"),
