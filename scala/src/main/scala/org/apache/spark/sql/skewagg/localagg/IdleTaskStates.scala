@@ -7,12 +7,12 @@ import java.util.concurrent.atomic.AtomicLong
  * The task states of [[FlushingPartialAggregateExec]] runs whose tasks finished with them in this
  * JVM (an executor, or the driver in local mode), kept for the same run's next tasks.
  *
- * A state holds the projections of its aggregate, each generated code made when the state is
- * made; one made per task costs as much as the aggregate's pass-through path saves on tasks of a
- * few hundred thousand rows. So a generated stage takes a state its run left here, restarted
- * for the task, and gives it back when the task completes with the state drained: a run makes
- * about one state per task slot, not one per task. Only states without nondeterministic
- * expressions are kept (their projections carry no partition's seed).
+ * A state holds its aggregate's projections, generated code made with the state (what making
+ * one per task cost is in docs/rewrites.md, "Task states made once per slot"). So a generated
+ * stage takes a state its run left here, restarted for the task, and gives it back when the task
+ * completes with the state drained: a run makes about one state per task slot, not one per task.
+ * Only states without nondeterministic expressions are kept (their projections carry no
+ * partition's seed).
  *
  * At most `MaxRuns` runs are kept, the oldest dropped first, and a run keeps only as many states
  * as its tasks ran at once here.
