@@ -49,14 +49,25 @@ private[localagg] class FlushingAggregationIterator(
       newMutableProjection) {
   import FlushingPartialAggregateExec._
 
-  // The task's metrics and sketch: replaced when the state is restarted for another task.
-  private[this] var rowsIn = metrics.rowsIn
-  private[this] var rowsOut = metrics.rowsOut
-  private[this] var flushes = metrics.flushes
-  private[this] var passedThrough = metrics.passedThrough
-  private[this] var learned = metrics.learned
-  private[this] var sketched = sketch.map(_._1).orNull
+  // The task's metrics and sketch (`countInto`): replaced when the state serves another task.
+  private[this] var rowsIn: SQLMetric = _
+  private[this] var rowsOut: SQLMetric = _
+  private[this] var flushes: SQLMetric = _
+  private[this] var passedThrough: SQLMetric = _
+  private[this] var learned: SQLMetric = _
+  private[this] var sketched: DistinctHashes = _
   private[this] val keyHashOf = sketch.map(_._2).orNull
+  countInto(sketch.map(_._1).orNull, metrics)
+
+  /** Counts into a task's `metrics` and `sketch` (null without one). */
+  private def countInto(sketch: DistinctHashes, metrics: FlushingMetrics): Unit = {
+    rowsIn = metrics.rowsIn
+    rowsOut = metrics.rowsOut
+    flushes = metrics.flushes
+    passedThrough = metrics.passedThrough
+    learned = metrics.learned
+    sketched = sketch
+  }
 
   /** A key's buffer and the rows merged into it since the last flush. */
   private final class Entry(val buffer: InternalRow) { var rows: Long = 0 }
@@ -201,12 +212,7 @@ private[localagg] class FlushingAggregationIterator(
    */
   def restart(sketch: DistinctHashes, metrics: FlushingMetrics): Unit = {
     assert(drained, "only a drained state serves another task")
-    rowsIn = metrics.rowsIn
-    rowsOut = metrics.rowsOut
-    flushes = metrics.flushes
-    passedThrough = metrics.passedThrough
-    learned = metrics.learned
-    sketched = sketch
+    countInto(sketch, metrics)
     map = newMap(capacity)
     learning = true
     rowsSinceFlush = 0

@@ -170,13 +170,11 @@ case class FlushingPartialAggregateExec(
     if (task == null || !statesReusable) {
       return newState(partIndex, Iterator.empty, run, sketch, metrics)
     }
-    var state = IdleTaskStates.take(run)
-    if (state != null) state.restart(sketch, metrics)
-    else state = newState(partIndex, Iterator.empty, run, sketch, metrics)
-    val taken = state
-    task.addTaskCompletionListener[Unit] { _ =>
-      if (taken.drained) IdleTaskStates.give(run, taken)
+    val state = Option(IdleTaskStates.take(run)) match {
+      case Some(idle) => idle.restart(sketch, metrics); idle
+      case None => newState(partIndex, Iterator.empty, run, sketch, metrics)
     }
+    task.addTaskCompletionListener[Unit](_ => if (state.drained) IdleTaskStates.give(run, state))
     state
   }
 
