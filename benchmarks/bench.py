@@ -182,6 +182,28 @@ def write_key_shape_tables(spark: SparkSession, base: Path, rows: int) -> Path:
     return path
 
 
+def write_distinct_tables(spark: SparkSession, base: Path, rows: int) -> Path:
+    """distinct_many/{fact_skewed,fact_uniform,dim}: issue 48's query data, rows x 2/5 fact rows
+    (8M at 20M) of k and i, i over 100,000 values; in fact_skewed key 0 holds 30% of the rows
+    (so about 100,000 distinct values of i), the others uniform over 400,000 keys as in
+    fact_uniform; dim holds the 400,000 keys once. Once."""
+    path = base / "distinct_many"
+    if (path / "_done").exists():
+        return path
+    keys = 400_000
+    ids = spark.range(0, rows * 2 // 5, 1, 32)
+    value = (F.abs(F.xxhash64("id", F.lit(4))) % 100_000).cast("int").alias("i")
+    uniform_key = F.abs(F.xxhash64("id")) % keys
+    hot = F.abs(F.xxhash64("id", F.lit(1))) % 10 < 3
+    for data, key in (("uniform", uniform_key), ("skewed", F.when(hot, 0).otherwise(uniform_key))):
+        ids.select(key.alias("k"), value).write.mode("overwrite") \
+            .option("parquet.block.size", 1 << 20).parquet(str(path / f"fact_{data}"))
+    spark.range(0, keys, 1, 8).select(F.col("id").alias("k"), (F.col("id") % 100).alias("attr")) \
+        .write.mode("overwrite").parquet(str(path / "dim"))
+    (path / "_done").touch()
+    return path
+
+
 def write_q12_tables(spark: SparkSession, base: Path, rows: int) -> Path:
     """TPC-H-like orders (rows x 3/40: 1.5M at 20M) and line items (rows x 3/10: 6M), the columns
     TPC-H Q12 reads: q12/{skewed,uniform}/{orders,lineitem}; in skewed, 30% of the line items are
@@ -293,6 +315,9 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
         return (fact.groupBy("k").agg(F.countDistinct("i").alias("s")).join(dim, "k")
                 .select("k", "s"))
 
+    def repartition_distinct() -> DataFrame:
+        return fact.repartition("k").groupBy("k").agg(F.countDistinct("i").alias("s"))
+
     def bucketed_sum() -> DataFrame:
         return bucketed.groupBy("k").agg(F.sum("v").alias("s"))
 
@@ -369,6 +394,9 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
         "subset-key": {"query": subset_sum, "salted": subset_sum_salted, "pre": subset_sum_pre},
         "distinct": {"query": join_distinct, "salted": join_distinct_salted,
                      "pre": join_distinct_pre},
+        # A hot key with about 100,000 distinct values (issue 48), after a join and a repartition.
+        "distinct-many": {"query": join_distinct, "variants": holistic},
+        "distinct-many-repartition": {"query": repartition_distinct, "variants": holistic},
         "unique-key-join": {"query": unique_key_join, "variants": plain},
         "three-way-join": {"query": three_way_join, "variants": plain},
         # The repartition query on keys that never repeat, few keys, a hot key over either.
@@ -423,7 +451,8 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--scenarios",
                         default="join,join-default-splits,repartition,bucketed,subset-key,distinct,"
-                        "unique-key-join,three-way-join,key-shapes,tpch-q12,demo,window-sum,"
+                        "distinct-many,distinct-many-repartition,unique-key-join,three-way-join,"
+                        "key-shapes,tpch-q12,demo,window-sum,"
                         "window-running-sum,window-row-number")
     parser.add_argument("--variants", default=",".join(VARIANT_CONF),
                         help="run only these of each scenario's variants")
@@ -469,7 +498,12 @@ def main(argv: List[str] | None = None) -> int:
     results = []
     for scenario in scenarios:
         for data in SCENARIO_DATA.get(scenario, ["skewed", "uniform"]):
-            if scenario == "key-shapes":
+            joined = dim
+            if scenario.startswith("distinct-many"):
+                many = write_distinct_tables(spark, base, args.rows)
+                fact = spark.read.parquet(str(many / f"fact_{data}"))
+                joined = spark.read.parquet(str(many / "dim"))
+            elif scenario == "key-shapes":
                 fact = spark.read.parquet(str(write_key_shape_tables(spark, base, args.rows))) \
                     .select(F.col(data.replace("-", "_")).alias("k"), "v")
             else:
@@ -478,7 +512,7 @@ def main(argv: List[str] | None = None) -> int:
                 if data in ("skewed", "uniform") else fact
             q12 = write_q12_tables(spark, base, args.rows) / data if scenario == "tpch-q12" \
                 else None
-            queries = scenario_queries(fact, dim, bucketed, q12)[scenario]
+            queries = scenario_queries(fact, joined, bucketed, q12)[scenario]
             chosen = DEFAULT_PLAN_VARIANTS.get(scenario, ["vanilla", "skewagg"]) \
                 if args.default_plan else args.variants.split(",")
             variants = [v for v in queries.get("variants", VARIANTS)
@@ -760,7 +794,11 @@ def render(report: dict) -> str:
         "join-default-splits: the join query at Spark's default split size (128MB; 2 map tasks "
         "per fact table on 2 cores). unique-key-join (TPC-H Q12's shape): the aggregates read "
         "only dim, joined on its unique key (a local aggregate of dim has nothing to merge), "
-        "grouped by a column of the fact rows with `i < 5`; three-way-join (TPC-H Q3's shape): "
+        "grouped by a column of the fact rows with `i < 5`; distinct-many and "
+        "distinct-many-repartition: `countDistinct(i)` grouped by k after a join to a dimension "
+        "of 400,000 keys or after `repartition(k)`, on rows x 2/5 rows (8M) with i over 100,000 "
+        "values, in skewed data 30% on key 0 (about 100,000 distinct values of i), the rest "
+        "over the 400,000 keys; three-way-join (TPC-H Q3's shape): "
         "line items (the fact rows with `v > 10`, about 3.6 per order `(k, i % 5)`) joined to "
         "the orders of one segment in five (dim exploded to 5 orders per key, through a third "
         "table), grouped by order and dim's column, summing `v * (1 - i / 100)`. key-shapes: "

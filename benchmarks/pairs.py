@@ -3,7 +3,8 @@
     python benchmarks/pairs.py repartition vanilla,skewagg --repeats 9 [--jar PATH] [--jfr FILE]
 
 Runs the query on the benchmark's 20M-row tables (written by `make bench` into benchmarks/work;
-`tpch-q12` reads its generated orders and line items, `demo` builds `make demo`'s 8M rows) with
+`tpch-q12` reads its generated orders and line items, `distinct-many*` issue 48's tables, `demo`
+builds `make demo`'s 8M rows) with
 each variant alternating in one JVM, the order swapped every repeat and a GC before each run,
 the result written to the `noop` sink. Prints each variant's wall times, the sum of its task
 times per stage, and the ratios of the medians of every other variant over the first. `--jar`
@@ -37,7 +38,8 @@ VARIANTS = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("query", choices=["repartition", "join", "distinct", "tpch-q12", "demo"])
+    parser.add_argument("query", choices=["repartition", "join", "distinct", "distinct-many",
+                                          "distinct-many-repartition", "tpch-q12", "demo"])
     parser.add_argument("variants", help="comma-separated: " + ", ".join(VARIANTS))
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--warmups", type=int, default=1, help="unmeasured repeats first")
@@ -67,10 +69,17 @@ def main() -> None:
     q12 = TABLES / "q12" / args.data
     if args.query == "demo":
         fact, dim = demo.tables(spark)
+    if args.query.startswith("distinct-many"):
+        fact = spark.read.parquet(str(TABLES / "distinct_many" / f"fact_{args.data}"))
+        dim = spark.read.parquet(str(TABLES / "distinct_many" / "dim"))
     queries = {
         "repartition": lambda: fact.repartition("k").groupBy("k").agg(F.sum("v").alias("s")),
         "join": lambda: fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s")),
         "distinct": lambda: fact.join(dim, "k").groupBy("k").agg(F.countDistinct("i").alias("s")),
+        "distinct-many": lambda: fact.join(dim, "k").groupBy("k")
+        .agg(F.countDistinct("i").alias("s")),
+        "distinct-many-repartition": lambda: fact.repartition("k").groupBy("k")
+        .agg(F.countDistinct("i").alias("s")),
         "demo": lambda: fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s")),
         "tpch-q12": lambda: spark.sql(TPCH_Q12.format(
             orders=f"parquet.`{q12 / 'orders'}`", lineitem=f"parquet.`{q12 / 'lineitem'}`")),

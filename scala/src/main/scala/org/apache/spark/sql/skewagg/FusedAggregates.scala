@@ -85,6 +85,21 @@ object FusedAggregates {
       b.withNewChildren(a.children).fastEquals(a)
 
   /**
+   * `candidate`, or the partial half of an aggregate right above one that is or reads a candidate
+   * (through row-local operators): the regrouping step of a DISTINCT whose first step a rule
+   * splits. Spark 4.3 fuses it (a Complete `count(DISTINCT i)`); split as well, it takes the
+   * exchange on the keys that the split needs between its halves.
+   */
+  def orRegrouping(candidate: SparkPlan => Boolean): SparkPlan => Boolean = plan =>
+    candidate(plan) || PartialAggregates.isPartial(plan) && plan.children.size == 1 &&
+      (PartialAggregates.belowRowLocal(plan.children.head) match {
+        case below: BaseAggregateExec =>
+          candidate(below) || below.children.exists(c =>
+            candidate(PartialAggregates.belowRowLocal(c)))
+        case _ => false
+      })
+
+  /**
    * `rule` applied to `plan` in which each fused aggregate whose partial half `candidate`
    * accepts is split into its halves; where `rule` left such a partial half as it was, the two
    * halves are fused again into the original aggregate over the partial half's input as the rule

@@ -35,7 +35,8 @@ object SkewedPartitions {
   def threshold(medianSize: Long, slotShare: Long, conf: SQLConf): Long =
     threshold(medianSize, slotShare, conf, conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
 
-  private def threshold(medianSize: Long, slotShare: Long, conf: SQLConf, floor: Long): Long = {
+  /** [[threshold]] with another floor than `spark.skewagg.skew.minPartitionSize`. */
+  def threshold(medianSize: Long, slotShare: Long, conf: SQLConf, floor: Long): Long = {
     val factor = conf.getConf(SkewAggConf.SKEW_FACTOR)
     math.max(floor, math.max((medianSize * factor).toLong, (slotShare * factor).toLong))
   }
@@ -51,11 +52,18 @@ object SkewedPartitions {
    * bytes understate its work): by rows against the median and the per-slot share, and by
    * [[atAverageDensity]] against the `spark.skewagg.skew.minPartitionSize` floor.
    */
-  def findByRows(rows: Array[Long], bytes: Array[Long], conf: SQLConf): SkewedPartitions = {
+  def findByRows(rows: Array[Long], bytes: Array[Long], conf: SQLConf): SkewedPartitions =
+    findByRows(rows, conf, atAverageDensity(rows, bytes))
+
+  /**
+   * Skew measured in `rows`: against the median and the per-slot share, and, by `atFloor` (the
+   * rows in bytes, as the caller weighs them), against the `spark.skewagg.skew.minPartitionSize`
+   * floor.
+   */
+  def findByRows(rows: Array[Long], conf: SQLConf, atFloor: Array[Long]): SkewedPartitions = {
     val byRows = find(rows, conf, TaskSlots.of(conf, rows.length), floor = 0L)
     val floor = conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
-    val work = atAverageDensity(rows, bytes)
-    byRows.copy(skewed = byRows.skewed.filter { case (i, _) => work(i) > floor }, inRows = true)
+    byRows.copy(skewed = byRows.skewed.filter { case (i, _) => atFloor(i) > floor }, inRows = true)
   }
 
   /**

@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.exchange.{
 }
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  CheapExchanges, SkewAggConf, SkewAggLocalStageExec, SkewAggShuffleReadRule
+  CheapExchanges, SkewAggConf, SkewAggLocalStageExec, SkewAggShuffleReadRule, TaskSlots
 }
 
 /**
@@ -23,8 +23,9 @@ import org.apache.spark.sql.skewagg.{
  *
  * Produces: the same exchange read in coalesced partitions, sized as Spark's
  * CoalesceShufflePartitions sizes them (advisory partition size, at least the default
- * parallelism). Such an exchange carries one row per key and split; read in
- * `spark.sql.shuffle.partitions` tasks it costs a full stage of near-empty tasks.
+ * parallelism and the task slots splits are planned for). Such an exchange carries one row per
+ * key and split; read in `spark.sql.shuffle.partitions` tasks it costs a full stage of near-empty
+ * tasks.
  *
  * Refuses when skewagg or `spark.skewagg.exchange.coalesce.enabled` is off, when Spark's own
  * coalescing already ran on it, for exchanges that keep a user's repartition (they follow the
@@ -49,7 +50,10 @@ case class CoalescePartialResultExchanges(session: SparkSession) extends SkewAgg
           Seq(stage.mapStats),
           Seq(None),
           advisoryTargetSize = conf.getConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES),
-          minNumPartitions = session.sparkContext.defaultParallelism,
+          // At least a partition per slot the splits were planned for (TaskSlots).
+          minNumPartitions = math.max(
+            session.sparkContext.defaultParallelism,
+            TaskSlots.of(conf, stage.shuffle.numPartitions)),
           minPartitionSize = conf.getConf(SQLConf.COALESCE_PARTITIONS_MIN_PARTITION_SIZE))
         specs.headOption.filter(_.size < stage.shuffle.numPartitions) match {
           case Some(coalesced) =>

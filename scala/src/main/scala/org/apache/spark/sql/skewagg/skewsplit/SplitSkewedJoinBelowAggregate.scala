@@ -22,7 +22,9 @@ import org.apache.spark.sql.skewagg.skewsplit.SplitSkewedJoinBelowAggregate.Rewr
  * Matches: a partial aggregate over a sort-merge or shuffled-hash join (through Project, Filter
  * or Expand)
  * whose two shuffle stages have materialized, where a stage has skewed partitions by skewagg's
- * thresholds (`spark.skewagg.skew.*`), and whose final aggregate sits above in the same stage:
+ * thresholds (`spark.skewagg.skew.*`; counted in rows where the aggregate groups by more than the
+ * join keys, as a DISTINCT's first step does: [[GroupsBeyondShuffleKeys]]), and whose final
+ * aggregate sits above in the same stage:
  * the join on the key left partial and final aggregation of a hot key in one task, and Spark's
  * skew join declines because splitting needs another shuffle under the aggregate.
  *
@@ -55,7 +57,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
         split
       }
     }
-    FusedAggregates.splitWhere(plan, isCandidate)(splitJoins)
+    FusedAggregates.splitWhere(plan, FusedAggregates.orRegrouping(isCandidate))(splitJoins)
   }
 
   private def splitJoins(plan: SparkPlan): SparkPlan = {
@@ -67,22 +69,31 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
           SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
       return plan
     }
-    withCheapExchanges(plan, minAdded = 0)(_.transformDown {
+    val rewritten = withCheapExchanges(plan, minAdded = 0)(_.transformDown {
       case partial if isCandidate(partial) =>
         val split = splitJoinBelow(partial)
         if (split.fastEquals(partial)) {
           SkewAggDecisions.record(partial, unsplitReason(partial))
         } else {
-          val skew = joinBelow(partial.children.head).toSeq.flatMap(_.children).flatMap(skewOf)
-            .maxBy(_.skewed.map(_._2).max)
+          val skew = measuredSides(partial).map(_.skew).filter(_.nonEmpty)
+            .maxBy(s => s.skewed.map(_._2).max.toDouble / math.max(s.medianSize, 1L))
+          val spread = if (skew.inRows) GroupsBeyondShuffleKeys.spreadNote(partial) else ""
           SkewAggLocalStageExec.mark(
             split,
             Rewritten(
-              s"$Rewrite: " + SkewAggLocalStageExec.describe("partition", skew),
+              s"$Rewrite: " + SkewAggLocalStageExec.describe("partition", skew) + spread,
               Rewrite),
             skew.skewed.size)
         }
     })
+    // Rolled back: the records went with the rewritten plan.
+    if (rewritten eq plan) {
+      plan.foreach(p =>
+        if (isCandidate(p) && SkewAggDecisions.of(p).isEmpty) {
+          SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.notCheapRefusal)
+        })
+    }
+    rewritten
   }
 
   /**
@@ -99,8 +110,8 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
       Seq(Inner, Cross, RightOuter).contains(join.joinType))
     val skewed = Seq("left", "right").zip(join.children).zip(canSplit).flatMap {
       case ((side, child), splittable) =>
-        joinInputSizes(child).map(sizes => (side, sizes, SkewedPartitions.find(sizes, conf)))
-          .filter(_._3.nonEmpty).map((_, splittable))
+        measuredSide(partial, join, child).filter(_.skew.nonEmpty)
+          .map(m => ((side, m.bytes, m.skew), splittable))
     }
     skewed.collectFirst { case (found, true) => found } match {
       case None =>
@@ -123,7 +134,8 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
         // Both inputs finished: Spark's split then changes this join only. With an input still
         // to run, it would split a join further down instead (below a user repartition, say),
         // which vanilla Spark leaves alone (docs/testing.md, fuzz seed 5 case 4410).
-        j.children.forall(isFinishedStage) && j.children.exists(isSkewedStage)
+        j.children.forall(isFinishedStage) &&
+        j.children.exists(measuredSide(agg, j, _).exists(_.skew.nonEmpty))
       }
     case _ => false
   }
@@ -134,14 +146,32 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     case _ => false
   }
 
-  /** The partition sizes of a finished join input stage that Spark's skew split can split. */
-  private def joinInputSizes(plan: SparkPlan): Option[Array[Long]] = plan match {
-    case s: SortExec => joinInputSizes(s.child)
+  /** A finished join input stage that Spark's skew split can split. */
+  private def joinInputStage(plan: SparkPlan): Option[ShuffleQueryStageExec] = plan match {
+    case s: SortExec => joinInputStage(s.child)
     case s: ShuffleQueryStageExec
-        if s.isMaterialized && s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
-      s.mapStats.map(_.bytesByPartitionId)
+        if s.isMaterialized && s.mapStats.isDefined &&
+          s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS => Some(s)
     case _ => None
   }
+
+  /**
+   * The join input `side` of `join` measured for the aggregate `partial` above
+   * ([[GroupsBeyondShuffleKeys]]: in rows where it groups by more than the join keys).
+   */
+  private def measuredSide(
+      partial: SparkPlan,
+      join: ShuffledJoin,
+      side: SparkPlan): Option[GroupsBeyondShuffleKeys.Measured] =
+    joinInputStage(side).map(GroupsBeyondShuffleKeys.measure(
+      _,
+      GroupsBeyondShuffleKeys.applies(partial, join.leftKeys ++ join.rightKeys),
+      conf))
+
+  /** Both input sides of the join below `partial`, measured for it. */
+  private def measuredSides(partial: SparkPlan): Seq[GroupsBeyondShuffleKeys.Measured] =
+    joinBelow(partial.children.head).toSeq.flatMap(j =>
+      j.children.flatMap(measuredSide(partial, j, _)))
 
   /**
    * What the rule saw where it looked and found nothing to split: a bottom partial aggregate
@@ -152,10 +182,10 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     case agg
         if (isBottomPartial(agg) || FusedAggregates.isFused(agg)) && agg.children.size == 1 &&
           !SkewAggHints.forbidden(agg) =>
-      joinBelow(agg.children.head).map(_.children.map(joinInputSizes)).collect {
-        case inputs if inputs.forall(_.exists(SkewedPartitions.find(_, conf).skewed.isEmpty)) =>
-          val sizes = inputs.flatten.maxBy(s => if (s.isEmpty) 0L else s.max)
-          NotSkewed.ofShuffle("the join's input shuffles below", sizes, conf)
+      joinBelow(agg.children.head).map(j => j.children.map(measuredSide(agg, j, _))).collect {
+        case inputs if inputs.forall(_.exists(_.skew.skewed.isEmpty)) =>
+          inputs.flatten.maxBy(m => if (m.bytes.isEmpty) 0L else m.bytes.max)
+            .notSkewed("the join's input shuffles below", conf)
       }
     case _ => None
   }
@@ -165,12 +195,6 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     case _ => None
   }
 
-  private def isSkewedStage(plan: SparkPlan): Boolean = skewOf(plan).isDefined
-
-  /** The skewed partitions of a materialized join input stage, if it has any. */
-  private def skewOf(plan: SparkPlan): Option[SkewedPartitions] =
-    joinInputSizes(plan).map(SkewedPartitions.find(_, conf)).filter(_.nonEmpty)
-
   /** Spark's skew-join split of the join under `partial`, with skewagg's thresholds. */
   private def splitJoinBelow(partial: SparkPlan): SparkPlan = {
     val thresholds = conf.clone()
@@ -178,15 +202,19 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     thresholds.setConf(
       SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR,
       conf.getConf(SkewAggConf.SKEW_FACTOR))
-    // Spark's threshold is max(this, factor x median) per side: this carries skewagg's floor and
-    // the per-slot share (SkewedPartitions) of the side with the smaller share, so that a side
-    // the candidate test found skewed is split.
-    val shares = joinBelow(partial.children.head).toSeq.flatMap(_.children)
-      .flatMap(joinInputSizes).map(sizes =>
-        sizes.sum / math.max(TaskSlots.of(conf, sizes.length), 1))
+    // Spark's threshold is max(this, factor x median) per side, in the shuffle's bytes: this
+    // carries skewagg's floor (in those bytes) and the per-slot share (SkewedPartitions) of the
+    // side with the smaller ones, so that a side the candidate test found skewed is split.
+    val sides = measuredSides(partial)
+    val shares = sides.map(m => m.bytes.sum / math.max(TaskSlots.of(conf, m.bytes.length), 1))
     thresholds.setConf(
       SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD,
-      SkewedPartitions.threshold(0L, if (shares.isEmpty) 0L else shares.min, conf))
+      SkewedPartitions.threshold(
+        0L,
+        if (shares.isEmpty) 0L else shares.min,
+        conf,
+        if (sides.isEmpty) conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
+        else sides.map(_.byteFloor).min))
     // Spark splits into pieces of max(advisory size, average non-skewed partition).
     thresholds.setConf(
       SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES,
@@ -213,6 +241,11 @@ object SplitSkewedJoinBelowAggregate extends Logging {
     "the join below is skewed, but Spark's default adaptive cost model rejects the exchange of " +
       "partial results skewagg needs. Set " +
       s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=io.skewagg.SkewAggCostEvaluator.",
+    Rewrite)
+
+  val notCheapRefusal: SkewAggDecision = Refused(
+    "the join below is skewed, but the split would need an exchange of more than partial " +
+      "results above it.",
     Rewrite)
 
   /** The skewed `sides` of a `joinType` join are sides Spark does not split. */

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.skewagg.skewsplit
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.aggregate.PartialMerge
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
@@ -31,7 +32,10 @@ import org.apache.spark.sql.skewagg.skewsplit.SplitSkewedShuffleBelowAggregate.R
  * reads them), the partial aggregate on each, and an exchange of the partial results with the
  * user's own partitioning (same expressions, partition count and shuffle origin) before the final
  * aggregate, so the output is partitioned exactly as the user asked. Where the partials already
- * feed an exchange (multiple DISTINCTs expand before aggregating), only the read is split. Nothing
+ * feed an exchange (multiple DISTINCTs expand before aggregating), only the read is split. Below a
+ * DISTINCT's first step (grouping by the keys and the distinct values), the skew test counts rows
+ * ([[GroupsBeyondShuffleKeys]]) and Spark places the exchanges: on all the step's grouping keys,
+ * which spreads a hot key's values, and on the user's keys below the regrouping aggregate. Nothing
  * changes when no partition is skewed, so uniform data runs Spark's plan.
  *
  * Refuses when skewagg or `spark.skewagg.repartition.enabled` is off, the aggregate has the
@@ -40,14 +44,14 @@ import org.apache.spark.sql.skewagg.skewsplit.SplitSkewedShuffleBelowAggregate.R
  */
 case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[SparkPlan] {
   import org.apache.spark.sql.skewagg.PartialAggregates._
-  import org.apache.spark.sql.skewagg.CheapExchanges.{cheapExchangePartitions}
+  import org.apache.spark.sql.skewagg.CheapExchanges.{cheapExchangePartitions, withCheapExchanges}
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf)) return plan
     if (!conf.getConf(SkewAggConf.REPARTITION_ENABLED)) {
       return FusedAggregates.splitWhere(plan, isCandidate) { split =>
         split.foreach(p =>
-          if (isCandidate(p) && userStageBelow(p).exists(skewed)) {
+          if (isCandidate(p) && userStageBelow(p).exists(measured(p, _).skew.nonEmpty)) {
             SkewAggDecisions.record(
               p,
               SwitchedOff(
@@ -57,31 +61,52 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
         split
       }
     }
-    FusedAggregates.splitWhere(plan, isCandidate)(_.transformDown {
-      // The partials already feed an exchange (multiple DISTINCTs): only split the read.
-      case e: ShuffleExchangeExec if isCandidate(e.child) =>
-        val partial = e.child
-        userStageBelow(partial).flatMap(splitRead(partial, _))
-          .map(local => e.withNewChildren(Seq(local))).getOrElse(e)
-      case partial if isCandidate(partial) =>
-        userStageBelow(partial).flatMap { stage =>
-          splitRead(partial, stage).map { local =>
-            // The user's partitioning and origin: output partitioned as asked. A partition count
-            // the user gave (repartition(n, k)) is kept; the default one is raised above the
-            // bypass-merge threshold like every cheap exchange (PartialAggregates).
-            val partitioning = stage.shuffle.outputPartitioning match {
-              case h: HashPartitioning if stage.shuffle.shuffleOrigin == REPARTITION_BY_COL =>
-                h.copy(numPartitions = cheapExchangePartitions(h.numPartitions))
-              case other => other
-            }
-            ShuffleExchangeExec(
-              partitioning,
-              local,
-              stage.shuffle.shuffleOrigin,
-              stage.shuffle.advisoryPartitionSize)
+    val splits = (p: SparkPlan) => isCandidate(p) || isDistinctMerge(p)
+    FusedAggregates.splitWhere(plan, FusedAggregates.orRegrouping(splits)) { split =>
+      // A DISTINCT's split needs two exchanges, each placed by Spark's EnsureRequirements.
+      if (split.exists(p => (isCandidate(p) && spreadsValues(p)) || isDistinctMerge(p))) {
+        withCheapExchanges(split, minAdded = 0)(splitReads)
+      } else {
+        splitReads(split)
+      }
+    }
+  }
+
+  private def splitReads(plan: SparkPlan): SparkPlan = plan.transformDown {
+    // The partials already feed an exchange (multiple DISTINCTs): only split the read.
+    case e: ShuffleExchangeExec if isCandidate(e.child) =>
+      val partial = e.child
+      userStageBelow(partial).flatMap(splitRead(partial, _))
+        .map(local => e.withNewChildren(Seq(local))).getOrElse(e)
+    // A DISTINCT's first step: the merge of its (keys, value) groups above gets an exchange on
+    // all of them, the regrouping aggregate one on the keys (EnsureRequirements places both).
+    case partial if isCandidate(partial) && spreadsValues(partial) =>
+      userStageBelow(partial).flatMap(splitRead(partial, _)).getOrElse(partial)
+    // The merge of a DISTINCT's first step whose partials ran before the user's shuffle (the
+    // flushing aggregate): a merge of each split's rows first, then the same two exchanges.
+    case merge: BaseAggregateExec if isDistinctMerge(merge) =>
+      userStageBelow(merge).flatMap { stage =>
+        splitRead(merge, stage, partialMerge(merge, None, merge.child))
+          .map(local => merge.withNewChildren(Seq(local)))
+      }.getOrElse(merge)
+    case partial if isCandidate(partial) =>
+      userStageBelow(partial).flatMap { stage =>
+        splitRead(partial, stage).map { local =>
+          // The user's partitioning and origin: output partitioned as asked. A partition count
+          // the user gave (repartition(n, k)) is kept; the default one is raised above the
+          // bypass-merge threshold like every cheap exchange (PartialAggregates).
+          val partitioning = stage.shuffle.outputPartitioning match {
+            case h: HashPartitioning if stage.shuffle.shuffleOrigin == REPARTITION_BY_COL =>
+              h.copy(numPartitions = cheapExchangePartitions(h.numPartitions))
+            case other => other
           }
-        }.getOrElse(partial)
-    })
+          ShuffleExchangeExec(
+            partitioning,
+            local,
+            stage.shuffle.shuffleOrigin,
+            stage.shuffle.advisoryPartitionSize)
+        }
+      }.getOrElse(partial)
   }
 
   private def isCandidate(plan: SparkPlan): Boolean = plan match {
@@ -91,8 +116,35 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     case _ => false
   }
 
-  private def skewed(stage: ShuffleQueryStageExec): Boolean =
-    SkewedPartitions.find(stage.mapStats.get.bytesByPartitionId, conf).nonEmpty
+  /**
+   * A DISTINCT's first step grouping by more than the user's keys: the task holding a hot key
+   * holds a group per distinct value of it.
+   */
+  private def spreadsValues(partial: SparkPlan): Boolean =
+    GroupsBeyondShuffleKeys.isDistinctStep(partial) && userStageBelow(partial).exists { stage =>
+      stage.shuffle.outputPartitioning match {
+        case HashPartitioning(keys, _) => GroupsBeyondShuffleKeys.applies(partial, keys)
+        case _ => false
+      }
+    }
+
+  /**
+   * The merge above the user's shuffle of the partials of a DISTINCT's first step (grouping by
+   * more than the user's keys) that ran before it: it needs each (keys, value) group whole.
+   */
+  private def isDistinctMerge(plan: SparkPlan): Boolean = plan match {
+    case merge: BaseAggregateExec =>
+      merge.requiredChildDistributionExpressions.exists(_.nonEmpty) &&
+      merge.aggregateExpressions.forall(_.mode == PartialMerge) &&
+      !SkewAggHints.forbidden(merge) && spreadsValues(merge)
+    case _ => false
+  }
+
+  /** The user's repartition below `partial`, measured for it ([[GroupsBeyondShuffleKeys]]). */
+  private def measured(
+      partial: SparkPlan,
+      stage: ShuffleQueryStageExec): GroupsBeyondShuffleKeys.Measured =
+    GroupsBeyondShuffleKeys.measure(stage, spreadsValues(partial), conf)
 
   private def userStageBelow(partial: SparkPlan): Option[ShuffleQueryStageExec] =
     belowRowLocal(partial.children.head) match {
@@ -112,15 +164,20 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
       case _ => false
     }
 
-  /** `partial` reading the stage's skewed partitions in splits, marked; None if nothing splits. */
-  private def splitRead(partial: SparkPlan, stage: ShuffleQueryStageExec): Option[SparkPlan] = {
+  /**
+   * `reading` (by default `partial`) reading the stage's skewed partitions in splits, marked;
+   * None if nothing splits. The test is `partial`'s, and so are the records of a refusal.
+   */
+  private def splitRead(
+      partial: SparkPlan,
+      stage: ShuffleQueryStageExec,
+      reading: SparkPlan = null): Option[SparkPlan] = {
     val stats = stage.mapStats.get
     val sizes = stats.bytesByPartitionId
-    val skew = SkewedPartitions.find(sizes, conf)
+    val measure = measured(partial, stage)
+    val skew = measure.skew
     if (!skew.nonEmpty) {
-      SkewAggDecisions.record(
-        partial,
-        NotSkewed.ofShuffle("the user's repartition below", sizes, conf))
+      SkewAggDecisions.record(partial, measure.notSkewed("the user's repartition below", conf))
       return None
     }
     val skewedIds = skew.skewed.map(_._1).toSet
@@ -144,10 +201,15 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
       return None
     }
     val read = AQEShuffleReadExec(stage, specs)
-    val splitPartial = partial.transformUp { case s: ShuffleQueryStageExec if s eq stage => read }
+    val splitPartial = Option(reading).getOrElse(partial).transformUp {
+      case s: ShuffleQueryStageExec if s eq stage => read
+    }
+    val spread = if (skew.inRows) GroupsBeyondShuffleKeys.spreadNote(partial) else ""
     Some(SkewAggLocalStageExec.mark(
       splitPartial,
-      Rewritten(s"$Rewrite: " + SkewAggLocalStageExec.describe("partition", skew), Rewrite),
+      Rewritten(
+        s"$Rewrite: " + SkewAggLocalStageExec.describe("partition", skew) + spread,
+        Rewrite),
       skew.skewed.size))
   }
 }

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.skewagg.skewsplit
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.exchange.{
   REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeLike
 }
@@ -57,10 +58,10 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase with Spread
     assert(nodes[SkewAggLocalStageExec](d.plan(on = false, adaptive = true)).isEmpty)
   }
 
-  test("repartition(n, k) keeps n partitions and its origin; DISTINCT above it") {
+  test("repartition(n, k) keeps n partitions and its origin") {
     val d = run(s =>
       fact(s, skewed = true).repartition(31, col("k")).groupBy("k")
-        .agg(countDistinct("i"), sum("v")))
+        .agg(max("i"), sum("v")))
     assert(splitMarkers(d, adaptive = true).size == 1, d.plan(on = true, adaptive = true))
     val reexchange = userExchangesOfPartials(d, adaptive = true)
     assert(reexchange.map(e => (e.shuffleOrigin, e.outputPartitioning.numPartitions)) ==
@@ -77,18 +78,27 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase with Spread
   }
 
   test("DISTINCT with other aggregates over the flushing aggregate: the merge of keys and " +
-    "DISTINCT column right above the user's shuffle is not split (found by fuzzing)") {
+    "DISTINCT column right above the user's shuffle reads each group whole (found by fuzzing)") {
     // A (k, w) pair repeats about twice, too little for the flushing aggregate: it passes the hot
     // key's rows through and the user's shuffle stays skewed. Above it Spark merges the partials
-    // of each (k, w), then counts w once per row: split reads of that merge counted some twice.
+    // of each (k, w), then counts w once per row: split reads straight into that merge counted
+    // some twice. Split now, each split's rows are merged first and exchanged on (k, w).
     for (adaptiveCoalesce <- Seq("false", "true")) {
       val d = differential(
         s =>
           fact(s, skewed = true).withColumn("w", (col("v") * 7) % 3000)
             .repartition(col("k")).groupBy("k").agg(countDistinct("w"), sum("d"), variance("i")),
         conf :+ (SQLConf.COALESCE_PARTITIONS_ENABLED.key -> adaptiveCoalesce): _*)
-      assert(splitMarkers(d, adaptive = true).isEmpty, d.plan(on = true, adaptive = true))
+      val plan = d.plan(on = true, adaptive = true)
       assert(flushing(d, adaptive = true).nonEmpty)
+      assert(splitMarkers(d, adaptive = true).size == 1, plan)
+      assert(
+        nodes[ShuffleExchangeLike](plan).exists(_.outputPartitioning match {
+          case h: HashPartitioning =>
+            h.expressions.flatMap(_.references.map(_.name)) == Seq("k", "w")
+          case _ => false
+        }),
+        plan)
     }
   }
 
