@@ -7,7 +7,9 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{LogicalQueryStage, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{AveragedBlockSizes, PartialAggregates, SkewedPartitions}
+import org.apache.spark.sql.skewagg.{
+  AveragedBlockSizes, PartialAggregates, SkewAggConf, SkewedPartitions
+}
 import org.apache.spark.sql.skewagg.SkewAggDecision.NotSkewed
 
 /**
@@ -120,6 +122,5 @@ object GroupsBeyondShuffleKeys {
       math.max(1L, math.round(floor(conf).toDouble * total / dataSize)))
   }
 
-  private def floor(conf: SQLConf): Long =
-    conf.getConf(org.apache.spark.sql.skewagg.SkewAggConf.SKEW_MIN_PARTITION_SIZE)
+  private def floor(conf: SQLConf): Long = conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
 }

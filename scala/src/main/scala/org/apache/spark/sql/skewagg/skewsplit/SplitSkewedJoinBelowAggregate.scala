@@ -76,7 +76,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
           SkewAggDecisions.record(partial, unsplitReason(partial))
         } else {
           val skew = measuredSides(partial).map(_.skew).filter(_.nonEmpty)
-            .maxBy(s => s.skewed.map(_._2).max.toDouble / math.max(s.medianSize, 1L))
+            .maxBy(_.skewed.map(_._2).max)
           val spread = if (skew.inRows) GroupsBeyondShuffleKeys.spreadNote(partial) else ""
           SkewAggLocalStageExec.mark(
             split,

@@ -26,7 +26,9 @@ import org.apache.spark.sql.skewagg.skewsplit.SplitSkewedShuffleBelowAggregate.R
  * `PartialAggregates.isBottomPartial`) reading (through Project, Filter or Expand) a materialized
  * user repartition (`repartition(k)`, `repartition(n, k)`, `DISTRIBUTE BY k`) hashed on grouping
  * keys, with the final aggregate in the same stage, where the shuffle has skewed partitions by
- * skewagg's thresholds: the task holding the hot key runs its partial and final aggregation.
+ * skewagg's thresholds: the task holding the hot key runs its partial and final aggregation. Also
+ * the merge right above the user's shuffle of a DISTINCT's first step whose partials ran before it
+ * (skewagg's flushing aggregate): it holds every value of a hot key.
  *
  * Produces: the skewed partitions read in map-output ranges by several tasks (as Spark's skew join
  * reads them), the partial aggregate on each, and an exchange of the partial results with the
@@ -35,7 +37,8 @@ import org.apache.spark.sql.skewagg.skewsplit.SplitSkewedShuffleBelowAggregate.R
  * feed an exchange (multiple DISTINCTs expand before aggregating), only the read is split. Below a
  * DISTINCT's first step (grouping by the keys and the distinct values), the skew test counts rows
  * ([[GroupsBeyondShuffleKeys]]) and Spark places the exchanges: on all the step's grouping keys,
- * which spreads a hot key's values, and on the user's keys below the regrouping aggregate. Nothing
+ * which spreads a hot key's values, and on the user's keys below the regrouping aggregate (for
+ * that merge, a merge of each split's rows goes first). Nothing
  * changes when no partition is skewed, so uniform data runs Spark's plan.
  *
  * Refuses when skewagg or `spark.skewagg.repartition.enabled` is off, the aggregate has the
@@ -51,7 +54,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     if (!conf.getConf(SkewAggConf.REPARTITION_ENABLED)) {
       return FusedAggregates.splitWhere(plan, isCandidate) { split =>
         split.foreach(p =>
-          if (isCandidate(p) && userStageBelow(p).exists(measured(p, _).skew.nonEmpty)) {
+          if (splits(p) && userStageBelow(p).exists(measured(p, _).skew.nonEmpty)) {
             SkewAggDecisions.record(
               p,
               SwitchedOff(
@@ -61,7 +64,6 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
         split
       }
     }
-    val splits = (p: SparkPlan) => isCandidate(p) || isDistinctMerge(p)
     FusedAggregates.splitWhere(plan, FusedAggregates.orRegrouping(splits)) { split =>
       // A DISTINCT's split needs two exchanges, each placed by Spark's EnsureRequirements.
       if (split.exists(p => (isCandidate(p) && spreadsValues(p)) || isDistinctMerge(p))) {
@@ -86,7 +88,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     // flushing aggregate): a merge of each split's rows first, then the same two exchanges.
     case merge: BaseAggregateExec if isDistinctMerge(merge) =>
       userStageBelow(merge).flatMap { stage =>
-        splitRead(merge, stage, partialMerge(merge, None, merge.child))
+        splitRead(merge, stage, Some(partialMerge(merge, None, merge.child)))
           .map(local => merge.withNewChildren(Seq(local)))
       }.getOrElse(merge)
     case partial if isCandidate(partial) =>
@@ -108,6 +110,9 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
         }
       }.getOrElse(partial)
   }
+
+  /** An aggregate whose input this rule may read in splits. */
+  private def splits(plan: SparkPlan): Boolean = isCandidate(plan) || isDistinctMerge(plan)
 
   private def isCandidate(plan: SparkPlan): Boolean = plan match {
     case partial
@@ -171,7 +176,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
   private def splitRead(
       partial: SparkPlan,
       stage: ShuffleQueryStageExec,
-      reading: SparkPlan = null): Option[SparkPlan] = {
+      reading: Option[SparkPlan] = None): Option[SparkPlan] = {
     val stats = stage.mapStats.get
     val sizes = stats.bytesByPartitionId
     val measure = measured(partial, stage)
@@ -201,7 +206,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
       return None
     }
     val read = AQEShuffleReadExec(stage, specs)
-    val splitPartial = Option(reading).getOrElse(partial).transformUp {
+    val splitPartial = reading.getOrElse(partial).transformUp {
       case s: ShuffleQueryStageExec if s eq stage => read
     }
     val spread = if (skew.inRows) GroupsBeyondShuffleKeys.spreadNote(partial) else ""
