@@ -48,17 +48,10 @@ object SkewedPartitions {
     find(sizes, conf, slots, conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
 
   /**
-   * Skew measured in rows where they are known (a hot key compresses to few bytes per row, so
-   * bytes understate its work): by rows against the median and the per-slot share, and by
-   * [[atAverageDensity]] against the `spark.skewagg.skew.minPartitionSize` floor.
-   */
-  def findByRows(rows: Array[Long], bytes: Array[Long], conf: SQLConf): SkewedPartitions =
-    findByRows(rows, conf, atAverageDensity(rows, bytes))
-
-  /**
-   * Skew measured in `rows`: against the median and the per-slot share, and, by `atFloor` (the
-   * rows in bytes, as the caller weighs them), against the `spark.skewagg.skew.minPartitionSize`
-   * floor.
+   * Skew measured in `rows` where they are known (a hot key compresses to few bytes per row, so
+   * bytes understate its work): against the median and the per-slot share, and, by `atFloor` (the
+   * rows in bytes as the caller weighs them: [[atAverageDensity]], or their size in memory),
+   * against the `spark.skewagg.skew.minPartitionSize` floor.
    */
   def findByRows(rows: Array[Long], conf: SQLConf, atFloor: Array[Long]): SkewedPartitions = {
     val byRows = find(rows, conf, TaskSlots.of(conf, rows.length), floor = 0L)

@@ -6,9 +6,10 @@ import org.scalactic.source.Position
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AdaptiveSparkPlanHelper}
-import org.apache.spark.sql.execution.exchange.ReusedExchangeExec
+import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.internal.{SQLConf, StaticSQLConf}
 import org.apache.spark.sql.skewagg.localagg.FlushingPartialAggregateExec
 import org.apache.spark.util.Utils
@@ -148,6 +149,13 @@ trait SkewAggSuiteBase extends AnyFunSuite with AdaptiveSparkPlanHelper {
   /** The nodes of `plan` (through adaptive query stages) that are instances of `T`. */
   protected def nodes[T <: SparkPlan](plan: SparkPlan)(implicit
       tag: scala.reflect.ClassTag[T]): Seq[T] = collect(plan) { case p: T => p }
+
+  /** The exchanges of `plan` hashing on exactly the columns `names`, in that order. */
+  protected def exchangesOn(plan: SparkPlan, names: String*): Seq[ShuffleExchangeLike] =
+    nodes[ShuffleExchangeLike](plan).filter(_.outputPartitioning match {
+      case h: HashPartitioning => h.expressions.flatMap(_.references.map(_.name)) == names
+      case _ => false
+    })
 
   /** The flushing local aggregates in skewagg's plan of `d`. */
   protected def flushing(d: Differential, adaptive: Boolean): Seq[FlushingPartialAggregateExec] =

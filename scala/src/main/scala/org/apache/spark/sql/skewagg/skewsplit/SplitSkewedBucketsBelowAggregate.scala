@@ -267,10 +267,8 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     rowGroups(scan) match {
       case Some(groups) =>
         val rows = perTask(groups.map(g => (g.path, g.totalRows)))
-        (
-          SkewedPartitions.findByRows(rows, bytes, conf),
-          rows,
-          SkewedPartitions.atAverageDensity(rows, bytes))
+        val atFloor = SkewedPartitions.atAverageDensity(rows, bytes)
+        (SkewedPartitions.findByRows(rows, conf, atFloor), rows, atFloor)
       case None => (SkewedPartitions.find(bytes, conf), bytes, bytes)
     }
   }

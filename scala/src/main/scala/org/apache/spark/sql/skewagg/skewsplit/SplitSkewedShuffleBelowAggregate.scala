@@ -66,7 +66,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     }
     FusedAggregates.splitWhere(plan, FusedAggregates.orRegrouping(splits)) { split =>
       // A DISTINCT's split needs two exchanges, each placed by Spark's EnsureRequirements.
-      if (split.exists(p => (isCandidate(p) && spreadsValues(p)) || isDistinctMerge(p))) {
+      if (split.exists(p => splits(p) && spreadsValues(p))) {
         withCheapExchanges(split, minAdded = 0)(splitReads)
       } else {
         splitReads(split)

@@ -1,9 +1,6 @@
 package org.apache.spark.sql.skewagg.skewsplit
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
-import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
-import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
@@ -62,13 +59,6 @@ class SplitDistinctValuesSuite extends SkewAggSuiteBase with SpreadOverBuilds {
   private def repartitionSplits(d: Differential): Int =
     nodes[SkewAggLocalStageExec](d.plan(on = true, adaptive = true))
       .count(_.rewrite.what.startsWith(SplitSkewedShuffleBelowAggregate.Rewrite))
-
-  /** The exchanges of `plan` hashing on exactly the columns `names`. */
-  private def exchangesOn(plan: SparkPlan, names: String*): Seq[ShuffleExchangeLike] =
-    nodes[ShuffleExchangeLike](plan).filter(_.outputPartitioning match {
-      case h: HashPartitioning => h.expressions.flatMap(_.references.map(_.name)) == names
-      case _ => false
-    })
 
   test(
     "count, sum and avg of one DISTINCT after a join: split, values spread by (k, i)",
