@@ -15,6 +15,15 @@ class ConfigDocsSuite extends AnyFunSuite {
       s"$path is stale: run `make docs` and commit the result")
   }
 
+  test("python/skewagg/skew_settings.json is generated from SkewAggConf and current") {
+    val path = GenerateConfigDocs.projectRoot.resolve(GenerateConfigDocs.skewSettingsPath)
+    assert(Files.exists(path), s"$path is missing: run `make docs`")
+    val committed = new String(Files.readAllBytes(path), StandardCharsets.UTF_8)
+    assert(
+      committed == GenerateConfigDocs.renderSkewSettings(),
+      s"$path is stale: run `make docs` and commit the result")
+  }
+
   test("every key is spark.skewagg.<area>.<name>, booleans end in .enabled, all documented") {
     assert(SkewAggConf.entries.nonEmpty)
     SkewAggConf.entries.foreach { e =>
