@@ -142,7 +142,7 @@ class AdviceReport:
             body.append([
                 str(i), s.app_id, f"{s.execution_id} {s.description[:24]}".strip(),
                 str(s.stage_id) + (f".{s.attempt}" if s.attempt else ""), s.operator,
-                s.rewrite or "left alone", f"{s.longest_ms} / {s.median_ms:.0f} ms",
+                _rule(s.rewrite), f"{s.longest_ms} / {s.median_ms:.0f} ms",
                 f"{s.makespan_ms:.0f} ms", f"{s.estimated_ms:.0f} ms",
                 f"{s.query_makespan_ms:.0f} ms", f"{s.query_estimated_ms:.0f} ms"])
         return header, body
@@ -248,6 +248,14 @@ class AdviceReport:
         if path:
             fig.savefig(path, dpi=100)
         return fig
+
+
+def _rule(rewrite: Optional[str]) -> str:
+    """The table's short name of a rewrite: its rules, in the parentheses that end its text."""
+    if not rewrite:
+        return "left alone"
+    match = re.search(r"\(([^()]*)\)$", rewrite)
+    return match.group(1) if match else rewrite
 
 
 def _draw_stage(ax: Any, s: StageAdvice) -> None:
