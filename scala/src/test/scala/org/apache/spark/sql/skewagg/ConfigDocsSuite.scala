@@ -6,6 +6,7 @@ import java.nio.file.Files
 import org.scalatest.funsuite.AnyFunSuite
 
 class ConfigDocsSuite extends AnyFunSuite {
+
   /** The committed file at `relative` is what `rendered` says (`make docs` writes it). */
   private def assertCurrent(relative: String, rendered: String): Unit = {
     val path = GenerateConfigDocs.projectRoot.resolve(relative)
