@@ -113,6 +113,8 @@ fuzz: ## randomized differential cases, skewagg off vs on (SEED=1 CASES=500 KIND
 
 docs: setup ## regenerate docs/configs.md, and docs/*.md from docs/src (examples run on small data, PNGs)
 	build/sbt "$(SBT_PROJECT)/Test/runMain org.apache.spark.sql.skewagg.GenerateConfigDocs"
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	  (apt-get update -qq && apt-get install -y -qq chromium)  # the advisor's screenshot
 	$(WITH_JDK17) $(PY) docs/generate.py
 
 clean: ## remove build output (keeps .venvs and the sbt launcher)

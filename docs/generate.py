@@ -96,6 +96,37 @@ def block(text: str, lang: str = "text") -> str:
     return f"```{lang}\n{text}\n```"
 
 
+ADVISE_SETTINGS = {"spark.skewagg.skew.minPartitionSize": "4MB"}
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
+
+
+def advise_example() -> str:
+    """The advisor on the event log of tests/apps/event_log_queries.py (vanilla Spark, 3M rows,
+    40% on one key), planned for 64 slots; the HTML report rendered by a headless browser into
+    docs/images/advise-report.png."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    from skewagg.advise import advise
+
+    browser = next((b for b in map(shutil.which, BROWSERS) if b), None)
+    if browser is None:
+        raise SystemExit("the advisor's screenshot needs a headless browser: apt-get install "
+                         "chromium")
+    app = DOCS.parent / "tests" / "apps" / "event_log_queries.py"
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, str(app), f"{tmp}/logs", "--rows", "3000000"],
+                       check=True, capture_output=True)
+        report = advise(f"{tmp}/logs", task_slots=64, conf=ADVISE_SETTINGS)
+        report.to_html(f"{tmp}/report.html")
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--hide-scrollbars", "--window-size=1200,1500",
+                        f"--screenshot={IMAGES / 'advise-report.png'}",
+                        f"file://{tmp}/report.html"], check=True, capture_output=True)
+    return block(str(report))
+
+
 def examples(spark) -> Dict[str, Callable[[], str]]:  # type: ignore[no-untyped-def]
     import skewagg
 
@@ -148,6 +179,9 @@ def examples(spark) -> Dict[str, Callable[[], str]]:  # type: ignore[no-untyped-
         off.plot(str(IMAGES / "stage-report.png"), compare=on)
         return block(f"{off}\n\n{on}")
 
+    def advise() -> str:
+        return advise_example()
+
     def architecture() -> str:
         draw_architecture(IMAGES / "architecture.png")
         return "![Which skewagg rule runs in which phase](images/architecture.png)"
@@ -155,7 +189,7 @@ def examples(spark) -> Dict[str, Callable[[], str]]:  # type: ignore[no-untyped-
     return {"settings": settings, "report": report, "explain": explain,
             "one-side": one_side, "spark-explain": spark_explain, "refusals": refusals,
             "stages": stages,
-            "architecture": architecture}
+            "architecture": architecture, "advise": advise}
 
 
 PHASES = [

@@ -41,6 +41,7 @@ from skewagg.explain import (
     explain_text,
     has_explain_providers,
 )
+from skewagg.advise import AdviceReport, advise
 from skewagg.report import DEFAULT_SKEW_FACTOR, SKEW_FACTOR_KEY, SkewReport, analyze
 from skewagg.stagereport import StageReport, stage_report
 
@@ -62,6 +63,7 @@ BLOCK_SKEW_FACTOR_KEY = "spark.shuffle.accurateBlockSkewedFactor"
 partitions, where Spark otherwise records each map task's blocks at their average size."""
 
 __all__ = [
+    "AdviceReport",
     "BLOCK_SKEW_FACTOR_KEY",
     "COST_EVALUATOR_CLASS",
     "COST_EVALUATOR_KEY",
@@ -77,6 +79,7 @@ __all__ = [
     "SkewReport",
     "StageReport",
     "UnsupportedSparkVersionError",
+    "advise",
     "analyze",
     "configure",
     "disable",

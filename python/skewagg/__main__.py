@@ -1,4 +1,5 @@
-"""Command line: ``python -m skewagg jar-path | server-conf | spark-lines | demo | analyze``."""
+"""Command line: ``python -m skewagg jar-path | server-conf | spark-lines | demo | analyze |
+advise``."""
 
 from __future__ import annotations
 
@@ -54,6 +55,28 @@ def analyze_file(path: str, keys: str, fmt: Optional[str], top: int,
     return 0
 
 
+def advise_logs(paths: List[str], task_slots: Optional[int], conf: List[str],
+                html: Optional[str]) -> int:
+    """Prints the advisor's table for the event logs under ``paths``; writes the HTML report to
+    ``html``. Exit code 0, or 1 when some logs could not be read (they are listed)."""
+    from skewagg.advise import advise
+
+    settings = {}
+    for item in conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SkewAggError(f"--conf takes KEY=VALUE, got {item!r}")
+        settings[key.strip()] = value.strip()
+    report = advise(paths, task_slots=task_slots, conf=settings)
+    print(report)
+    if html:
+        report.to_html(html)
+        print(f"HTML report written to {html}")
+    for error in report.errors:
+        print(f"skewagg: {error}", file=sys.stderr)
+    return 1 if report.errors else 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m skewagg", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -83,6 +106,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     analyze.add_argument("--partitions", type=int, default=None,
                          help="hash partitions (default: spark.sql.shuffle.partitions, 200)")
     analyze.add_argument("--plot", default=None, help="also save the charts to this PNG file")
+    advise = sub.add_parser(
+        "advise", help="which stages of these Spark event logs skewagg would change, and the "
+                       "estimated makespan with it (no JVM, no Spark session)")
+    advise.add_argument("paths", nargs="+", metavar="PATH",
+                        help="event log files, directories of them, rolling-log directories "
+                             "(eventlog_v2_*); lz4, lzf, snappy and zstd logs too")
+    advise.add_argument("--task-slots", type=int, default=None,
+                        help="plan for this many task slots (as spark.skewagg.skew.taskSlots) "
+                             "instead of each application's executor cores")
+    advise.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a skewagg setting, e.g. spark.skewagg.skew.minPartitionSize=4MB "
+                             "(default: the application's, else skewagg's default)")
+    advise.add_argument("--html", default=None, metavar="FILE",
+                        help="also write the HTML report, with a plot per stage, to FILE")
     args = parser.parse_args(argv)
 
     try:
@@ -100,6 +137,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         elif args.command == "analyze":
             return analyze_file(args.path, args.keys, args.format, args.top, args.partitions,
                                 args.plot)
+        elif args.command == "advise":
+            return advise_logs(args.paths, args.task_slots, args.conf, args.html)
     except SkewAggError as exc:
         print(f"skewagg: {exc}", file=sys.stderr)
         return 2

@@ -12,33 +12,18 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 from skewagg._sql import skew_test
 from skewagg._session import is_loaded
 from skewagg.errors import ColumnNotFoundError, SkewAggError
+from skewagg.skewtest import (  # noqa: F401 (parse_bytes: this module's API before skewtest)
+    SKEW_FACTOR_KEY, SKEW_FLOOR_KEY, SPLIT_SIZE_KEY, TASK_SLOTS_KEY, SkewSettings,
+    default_settings, find_skewed, parse_bytes, split_size)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
-
-SKEW_FACTOR_KEY = "spark.skewagg.skew.factor"
-SKEW_FLOOR_KEY = "spark.skewagg.skew.minPartitionSize"
-SPLIT_SIZE_KEY = "spark.skewagg.skew.minSplitSize"
-TASK_SLOTS_KEY = "spark.skewagg.skew.taskSlots"
-
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-          "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}
-
-
-def parse_bytes(text: str) -> int:
-    """Bytes in a Spark size string such as ``16MB``, ``1m`` or ``1048576`` (binary units)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(text))
-    if not match or match.group(2).lower() not in _UNITS:
-        raise SkewAggError(f"not a size: {text!r} (write e.g. 16MB, 512k or 1048576)")
-    return int(match.group(1)) * _UNITS[match.group(2).lower()]
-
 
 def format_bytes(n: float) -> str:
     """``16.0 MiB``-style sizes, as Spark prints them."""
@@ -354,11 +339,12 @@ def _conf(spark: "SparkSession", key: str, default: str) -> str:
     return default if value is None else str(value)
 
 
-# The settings' defaults, for sessions without skewagg (tests tie them to the JVM's config object).
-DEFAULT_SKEW_FACTOR = "5.0"
-DEFAULT_SKEW_FLOOR = "16MB"
-DEFAULT_SPLIT_SIZE = "1MB"
-DEFAULT_TASK_SLOTS = "0"
+# The settings' defaults, for sessions without skewagg: generated from the JVM's config object
+# (skew_settings.json; tests also tie them to the JVM's config object).
+DEFAULT_SKEW_FACTOR = default_settings()[SKEW_FACTOR_KEY]
+DEFAULT_SKEW_FLOOR = default_settings()[SKEW_FLOOR_KEY]
+DEFAULT_SPLIT_SIZE = default_settings()[SPLIT_SIZE_KEY]
+DEFAULT_TASK_SLOTS = default_settings()[TASK_SLOTS_KEY]
 
 
 def skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewVerdict:
@@ -376,20 +362,15 @@ def skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewV
 def python_skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewVerdict:
     """The same test as the rules' (``SkewedPartitions`` in the JVM), for a session without
     skewagg: tests check that the two agree."""
-    factor = float(_conf(spark, SKEW_FACTOR_KEY, DEFAULT_SKEW_FACTOR))
-    floor = parse_bytes(_conf(spark, SKEW_FLOOR_KEY, DEFAULT_SKEW_FLOOR))
-    split = parse_bytes(_conf(spark, SPLIT_SIZE_KEY, DEFAULT_SPLIT_SIZE))
-    slots = int(_conf(spark, TASK_SLOTS_KEY, DEFAULT_TASK_SLOTS)) or _default_slots(spark)
-    if not partition_bytes:
-        return SkewVerdict([], 0, 0, factor, floor, split, slots, 0)
-    median = sorted(partition_bytes)[len(partition_bytes) // 2]
-    total = sum(partition_bytes)
-    threshold = max(floor, int(median * factor), int(total // max(1, slots) * factor))
-    skewed = sorted(((i, b) for i, b in enumerate(partition_bytes) if b > threshold),
-                    key=lambda x: -x[1])
-    normal = [b for i, b in enumerate(partition_bytes) if b <= threshold]
-    target = max(split, sum(normal) // len(normal) if normal else 0)
-    return SkewVerdict(skewed, median, threshold, factor, floor, target, slots, total)
+    settings = SkewSettings.of({key: _conf(spark, key, default)
+                                for key, default in default_settings().items()})
+    slots = settings.task_slots or _default_slots(spark)
+    found = find_skewed(partition_bytes, settings, slots)
+    skewed = sorted(found.skewed, key=lambda x: -x[1])
+    target = split_size(partition_bytes, found, settings) if partition_bytes else \
+        settings.min_split
+    return SkewVerdict(skewed, found.median, found.threshold, settings.factor, settings.floor,
+                       target, slots, found.total)
 
 
 def _default_slots(spark: "SparkSession") -> int:

@@ -6,13 +6,21 @@ import java.nio.file.Files
 import org.scalatest.funsuite.AnyFunSuite
 
 class ConfigDocsSuite extends AnyFunSuite {
-  test("docs/configs.md is generated from SkewAggConf and current") {
-    val path = GenerateConfigDocs.projectRoot.resolve(GenerateConfigDocs.relativePath)
+
+  /** The committed file at `relative` is what `rendered` says (`make docs` writes it). */
+  private def assertCurrent(relative: String, rendered: String): Unit = {
+    val path = GenerateConfigDocs.projectRoot.resolve(relative)
     assert(Files.exists(path), s"$path is missing: run `make docs`")
     val committed = new String(Files.readAllBytes(path), StandardCharsets.UTF_8)
-    assert(
-      committed == GenerateConfigDocs.render(),
-      s"$path is stale: run `make docs` and commit the result")
+    assert(committed == rendered, s"$path is stale: run `make docs` and commit the result")
+  }
+
+  test("docs/configs.md is generated from SkewAggConf and current") {
+    assertCurrent(GenerateConfigDocs.relativePath, GenerateConfigDocs.render())
+  }
+
+  test("python/skewagg/skew_settings.json is generated from SkewAggConf and current") {
+    assertCurrent(GenerateConfigDocs.skewSettingsPath, GenerateConfigDocs.renderSkewSettings())
   }
 
   test("every key is spark.skewagg.<area>.<name>, booleans end in .enabled, all documented") {

@@ -4,11 +4,38 @@ import java.nio.charset.StandardCharsets
 import java.nio.file.{Files, Path, Paths}
 
 /**
- * Writes `docs/configs.md` from [[SkewAggConf]]: `make docs` runs it, and [[ConfigDocsSuite]]
- * fails when the committed file differs from what it would write.
+ * Writes `docs/configs.md` from [[SkewAggConf]], and the skew test's settings with their defaults
+ * for the Python package (`python/skewagg/skew_settings.json`, read by the event-log advisor,
+ * which runs without a JVM): `make docs` runs it, and [[ConfigDocsSuite]] fails when a committed
+ * file differs from what it would write.
  */
 object GenerateConfigDocs {
   val relativePath = "docs/configs.md"
+  val skewSettingsPath = "python/skewagg/skew_settings.json"
+
+  /**
+   * The settings of the skew test ([[SkewedPartitions]], [[TaskSlots]]) and of the hot-key
+   * splits, in this order.
+   */
+  val skewSettings: Seq[String] = Seq(
+    SkewAggConf.SKEW_FACTOR,
+    SkewAggConf.SKEW_MIN_PARTITION_SIZE,
+    SkewAggConf.SKEW_MIN_SPLIT_SIZE,
+    SkewAggConf.SKEW_TASK_SLOTS,
+    SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS,
+    SkewAggConf.SINGLE_KEY_SPLIT_MAX_SPLITS,
+    SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS,
+    SkewAggConf.WINDOW_SPLIT_MAX_SPLITS).map(_.key)
+
+  /** `{"key": "default", ...}` of [[skewSettings]], one key a line. */
+  def renderSkewSettings(): String = {
+    val entries = SkewAggConf.entries.map(e => e.key -> e.defaultValueString).toMap
+    val lines = skewSettings.map(k => s"""  "$k": "${entries(k)}"""")
+    (Seq(
+      "{",
+      """  "_generated": "from SkewAggConf by `make docs` (GenerateConfigDocs); do not edit",""") ++
+      Seq(lines.mkString(",\n")) ++ Seq("}")).mkString("", "\n", "\n")
+  }
 
   def render(): String = {
     val rows = SkewAggConf.entries.filter(_.isPublic).map { e =>
@@ -35,8 +62,13 @@ object GenerateConfigDocs {
 
   def main(args: Array[String]): Unit = {
     val out = args.headOption.map(Paths.get(_)).getOrElse(projectRoot.resolve(relativePath))
+    write(out, render())
+    write(projectRoot.resolve(skewSettingsPath), renderSkewSettings())
+  }
+
+  private def write(out: Path, text: String): Unit = {
     Files.createDirectories(out.toAbsolutePath.getParent)
-    Files.write(out, render().getBytes(StandardCharsets.UTF_8))
+    Files.write(out, text.getBytes(StandardCharsets.UTF_8))
     println(s"wrote $out")
   }
 }

@@ -1,0 +1,210 @@
+"""The event-log advisor (``skewagg.advise``, ``python -m skewagg advise``): real event logs of
+skewed and uniform queries, written by vanilla Spark (no skewagg) in a child process, and the
+committed logs of every supported Spark line (tests/eventlogs/). The advisor itself runs here
+without a Spark session."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from skewagg.advise import AdviceReport, StageAdvice, advise
+from skewagg.errors import SkewAggError
+from skewagg.eventlog import EventLogError, find_logs, lzf_decompress, read_lines
+from subprocesses import APPS, Started, child_env, report
+
+FIXTURES = Path(__file__).resolve().parent / "eventlogs"
+LINES = ["3.5", "4.0", "4.1", "4.2", "4.3"]
+
+# The test data is small (200,000 rows, 40% on one key, 16 partitions): thresholds lowered to it,
+# as the other tests do; planned for 64 task slots as in conftest's session.
+SMALL = {
+    "spark.skewagg.skew.minPartitionSize": "64k",
+    "spark.skewagg.skew.minSplitSize": "32k",
+    "spark.skewagg.window.split.minKeyRows": "1000",
+    "spark.skewagg.singleKey.split.minKeyRows": "1000",
+}
+
+EXPECTED = {  # query -> (operator, the rewrite's rule)
+    "join": ("aggregate over a join", "LocalAggregateBeforeJoin"),
+    "repartition": ("aggregate over a repartition", "PartialAggregateBeforeRepartition"),
+    "percentile": ("holistic aggregate", "HotKeySplitAggregate"),
+    "window": ("window", "SplitSkewedWindow"),
+}
+
+
+def by_query(result: AdviceReport) -> Dict[str, List[StageAdvice]]:
+    found: Dict[str, List[StageAdvice]] = {}
+    for stage in result.stages:
+        found.setdefault(stage.description.rsplit(" ", 1)[-1], []).append(stage)
+    return found
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
+    """Event logs of the four queries on skewed and on uniform data (two applications run at
+    the same time, vanilla Spark, the running line's default event-log codec)."""
+    root = tmp_path_factory.mktemp("eventlogs")
+    runs = {kind: Started([sys.executable, str(APPS / "event_log_queries.py"), str(root / kind)]
+                          + (["--uniform"] if kind == "uniform" else []))
+            for kind in ("skewed", "uniform")}
+    for kind, run in runs.items():
+        assert report(run.result())["rows"]["join"] > 0, kind
+    return {kind: root / kind for kind in runs}
+
+
+def assert_names_each_rewrite(result: AdviceReport) -> None:
+    found = by_query(result)
+    assert set(found) == set(EXPECTED), str(result)
+    for query, (operator, rule) in EXPECTED.items():
+        stages = found[query]
+        assert len(stages) == 1, str(result)
+        stage = stages[0]
+        assert stage.operator == operator, str(result)
+        assert stage.rewrite is not None and rule in stage.rewrite, str(result)
+        assert stage.decision.startswith("would rewrite: "), stage.decision
+        assert stage.skewed_tasks and stage.estimated_ms <= stage.makespan_ms
+        assert stage.query_estimated_ms <= stage.query_makespan_ms
+        assert stage.estimate.startswith("tasks list-scheduled in task order on 64 slots")
+
+
+def test_skewed_queries_name_the_operator_and_the_rewrite(logs: Dict[str, Path]) -> None:
+    result = advise(str(logs["skewed"]), task_slots=64, conf=SMALL)
+    assert not result.errors
+    assert_names_each_rewrite(result)
+    assert "would rewrite" in str(result) and "estimate" in str(result)
+
+
+def test_uniform_data_reports_nothing(logs: Dict[str, Path]) -> None:
+    result = advise([str(logs["uniform"])], task_slots=64, conf=SMALL)
+    assert len(result.applications) == 1 and not result.errors
+    assert result.stages == [], str(result)
+    assert "no stage is skewed" in str(result)
+
+
+def test_default_settings_give_the_refusals_and_why(logs: Dict[str, Path]) -> None:
+    found = by_query(advise(str(logs["skewed"]), task_slots=64))
+    # Local aggregation is planned whatever the sizes; the splits wait for the thresholds.
+    assert "LocalAggregateBeforeJoin" in (found["join"][0].rewrite or "")
+    window = found["window"][0]
+    assert window.rewrite is None and window.estimated_ms == window.makespan_ms
+    assert "below the 16.0 MiB floor (spark.skewagg.skew.minPartitionSize)" in window.decision
+    percentile = found["percentile"][0]
+    assert percentile.rewrite is None
+    assert "under spark.skewagg.singleKey.split.minKeyRows=1000000" in percentile.decision
+
+
+def test_the_applications_own_slots(logs: Dict[str, Path]) -> None:
+    # local[2]: on 2 slots no partition outlasts an even share, as the rules decide.
+    result = advise(str(logs["skewed"]), conf=SMALL)
+    assert [a[3] for a in result.applications] == [2]
+    assert result.stages == []
+
+
+def plain_copy(src: Path, dest: Path) -> List[str]:
+    """The lines of the event log at ``src`` (any codec), written uncompressed to ``dest``."""
+    lines = [text for _, files in find_logs([str(src)]) for _, _, text in read_lines(files)]
+    dest.write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def test_a_corrupt_or_truncated_log_names_file_and_line(
+        logs: Dict[str, Path], tmp_path: Path) -> None:
+    lines = plain_copy(logs["skewed"], tmp_path / "good")
+    corrupt = tmp_path / "corrupt"
+    corrupt.write_text("\n".join(lines[:10] + ["{not json"] + lines[10:]) + "\n")
+    truncated = tmp_path / "truncated"
+    truncated.write_text("\n".join(lines[:40]) + "\n" + lines[40][: len(lines[40]) // 2])
+    result = advise([str(corrupt), str(truncated), str(tmp_path / "good")], task_slots=64,
+                    conf=SMALL)
+    assert sorted((Path(e.path).name, e.line) for e in result.errors) == [
+        ("corrupt", 11), ("truncated", 41)]
+    assert all("truncated or corrupt" in str(e) for e in result.errors)
+    assert f"{corrupt}, line 11: not a JSON event" in str(result)
+    assert_names_each_rewrite(result)  # the good log is still reported
+
+
+def test_a_truncated_compressed_log(tmp_path: Path) -> None:
+    source = next((FIXTURES / "spark-3.5").glob("*.lz4"))
+    cut = tmp_path / source.name
+    cut.write_bytes(source.read_bytes()[: source.stat().st_size // 2])
+    with pytest.raises(EventLogError, match=r"line \d+: cannot decompress \(lz4\).*truncated"):
+        for _ in read_lines([str(cut)]):
+            pass
+    with pytest.raises(SkewAggError, match="no event log could be read"):
+        advise(str(cut))
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_every_spark_lines_logs_parse(line: str) -> None:
+    """Logs each supported line wrote (tests/eventlogs/README.md), in Spark's codecs."""
+    result = advise(str(FIXTURES / f"spark-{line}"), task_slots=64, conf=SMALL)
+    assert not result.errors
+    assert_names_each_rewrite(result)
+
+
+def test_codecs_of_the_fixtures() -> None:
+    names = {p.name.rsplit(".", 1)[-1] for p in FIXTURES.rglob("*") if p.is_file()
+             and p.name.startswith(("local-", "events_"))}
+    assert {"lz4", "lzf", "snappy", "zstd"} <= names
+
+
+def test_lzf_blocks() -> None:
+    # A literal run of 3 bytes, then a back reference of 5 bytes at distance 3 (overlapping).
+    assert lzf_decompress(bytes([2]) + b"abc" + bytes([(3 << 5) | 0, 2]), 8) == b"abcabcab"
+    with pytest.raises(Exception, match="back reference"):
+        lzf_decompress(bytes([(1 << 5), 9]), 3)
+
+
+def test_report_object(logs: Dict[str, Path], tmp_path: Path) -> None:
+    result = advise(str(logs["skewed"]), task_slots=64, conf=SMALL)
+    frame = result.to_pandas()
+    assert set(frame["operator"]) == {op for op, _ in EXPECTED.values()}
+    assert (frame["stage_estimated_ms"] <= frame["stage_makespan_ms"]).all()
+    assert "<table" in result._repr_html_()
+    page = result.to_html(str(tmp_path / "report.html"))
+    assert page.count("<img") == len(result.stages) == 4
+    figure = result.plot(str(tmp_path / "stages.png"))
+    assert len(figure.axes) == 4 and (tmp_path / "stages.png").stat().st_size > 0
+
+
+@pytest.mark.packaging
+def test_cli_runs_without_java(tmp_path: Path) -> None:
+    plain = tmp_path / "logs"
+    plain.mkdir()
+    plain_copy(FIXTURES / "spark-3.5", plain / "app-skewed")
+    (plain / "broken").write_text('{"Event":"SparkListenerLogStart"}\n{"Event": \n')
+    env = child_env()
+    env.pop("JAVA_HOME", None)
+    java = shutil.which("java", path=env.get("PATH"))
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep)
+        if os.path.isdir(p) and not (java and Path(java).parent.samefile(p)))
+    assert shutil.which("java", path=env["PATH"]) is None
+    html = tmp_path / "advice.html"
+    args = [sys.executable, "-m", "skewagg", "advise", str(plain), "--task-slots", "64",
+            "--html", str(html)] + [f"--conf={k}={v}" for k, v in SMALL.items()]
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr  # one log could not be read
+    assert f"{plain / 'broken'}, line 2: not a JSON event" in proc.stderr
+    for operator, rule in EXPECTED.values():
+        assert operator in proc.stdout and rule in proc.stdout, proc.stdout
+    assert html.exists() and "<img" in html.read_text()
+    bad = subprocess.run(args[:4] + [str(tmp_path / "missing")], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "no such file or directory" in bad.stderr
+
+
+def test_one_log_per_application(logs: Dict[str, Path]) -> None:
+    # The child wrote exactly one application per run, and nothing else.
+    for kind, path in logs.items():
+        found = find_logs([str(path)])
+        assert len(found) == 1, (kind, found)
+        assert json.loads(next(read_lines(found[0][1]))[2])["Event"] == "SparkListenerLogStart"

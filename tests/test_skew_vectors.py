@@ -1,0 +1,46 @@
+"""The skew test's shared cases (tests/data/skew_test_vectors.json), evaluated by the Python code
+the event-log advisor runs without a JVM; the Scala suite SkewTestVectorsSuite evaluates the same
+file with the rules' SkewedPartitions. No Spark session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skewagg.errors import SkewAggError
+from skewagg.skewtest import SkewSettings, default_settings, find_skewed, split_size
+
+CASES = json.loads((Path(__file__).resolve().parent / "data" / "skew_test_vectors.json")
+                   .read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_shared_case(case: dict) -> None:
+    settings = SkewSettings.of(case["conf"])
+    found = find_skewed(case["sizes"], settings, case["slots"])
+    assert [i for i, _ in found.skewed] == case["skewed"]
+    assert found.median == case["median"]
+    assert found.threshold == case["threshold"]
+    assert split_size(case["sizes"], found, settings) == case["splitSize"]
+
+
+def test_cases_cover_both_outcomes() -> None:
+    assert any(c["skewed"] for c in CASES) and any(not c["skewed"] for c in CASES)
+
+
+def test_defaults_are_the_generated_ones() -> None:
+    defaults = default_settings()
+    assert {"spark.skewagg.skew.factor", "spark.skewagg.skew.minPartitionSize",
+            "spark.skewagg.skew.minSplitSize", "spark.skewagg.skew.taskSlots"} <= set(defaults)
+    settings = SkewSettings.of()
+    assert settings.floor == 16 << 20 and settings.factor == 5.0
+    assert settings.window_min_rows == settings.single_key_min_rows == 1_000_000
+
+
+def test_bad_settings_name_the_key() -> None:
+    with pytest.raises(SkewAggError, match="spark.skewagg.skew.factor"):
+        SkewSettings.of({"spark.skewagg.skew.factor": "0.5"})
+    with pytest.raises(SkewAggError, match="spark.skewagg.skew.taskSlots"):
+        SkewSettings.of({"spark.skewagg.skew.taskSlots": "many"})
