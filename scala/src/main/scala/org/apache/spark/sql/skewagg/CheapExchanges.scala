@@ -64,8 +64,21 @@ object CheapExchanges {
     val added = ensured.collect {
       case e: ShuffleExchangeLike if e.getTagValue(ExistingExchange).isEmpty => e
     }
-    if (added.size >= minAdded && added.forall(isCheapExchange)) ensured else original
+    if (added.size >= minAdded && added.forall(isCheapExchange)) {
+      added.foreach(_.setTagValue(Added, ()))
+      ensured
+    } else original
   }
+
+  /** Marks the exchanges [[withCheapExchanges]] added; copies of a node keep its tags. */
+  private val Added = TreeNodeTag[Unit]("skewagg.addedExchange")
+
+  /**
+   * An exchange a rewrite added ([[withCheapExchanges]]) or the rewrite's own exchange above its
+   * local stage: an exchange of partial results that the user's settings did not ask for.
+   */
+  def isAddedBySkewagg(plan: SparkPlan): Boolean =
+    plan.getTagValue(Added).isDefined || isAboveLocalStage(plan)
 
   /** A cheap exchange of what a skewagg local stage produced (the rewrite's own exchange). */
   def isAboveLocalStage(plan: SparkPlan): Boolean = isCheapExchange(plan) && (plan match {

@@ -206,7 +206,9 @@ object SkewAggConf {
         "partitions that are not skewed, but no smaller than this (and never into more pieces " +
         "than the shuffle has map tasks). Spark's skew join uses " +
         "spark.sql.adaptive.advisoryPartitionSizeInBytes (64MB) here, which leaves a hot " +
-        "partition below that size unsplit.")
+        "partition below that size unsplit. Where a shuffle is measured in rows (below a " +
+        "DISTINCT's first step), pieces are weighed at their rows' size in memory, as " +
+        "spark.skewagg.skew.minPartitionSize is.")
       .version("0.1.0")
       .bytesAtLeast(1)
       .createWithDefaultString("1MB"))

@@ -88,11 +88,13 @@ object SkewedPartitions {
    * The size of the pieces a skewed partition is read in: the average partition that is not
    * skewed, at least `spark.skewagg.skew.minSplitSize`.
    */
-  def splitSize(sizes: Array[Long], skew: SkewedPartitions, conf: SQLConf): Long = {
+  def splitSize(sizes: Array[Long], skew: SkewedPartitions, conf: SQLConf): Long =
+    splitSize(sizes, skew, conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE))
+
+  /** [[splitSize]] with another smallest piece than `spark.skewagg.skew.minSplitSize`. */
+  def splitSize(sizes: Array[Long], skew: SkewedPartitions, minSplit: Long): Long = {
     val skewedIds = skew.skewed.map(_._1).toSet
     val normal = sizes.indices.filterNot(skewedIds).map(sizes(_))
-    math.max(
-      conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE),
-      if (normal.isEmpty) 0L else normal.sum / normal.length)
+    math.max(minSplit, if (normal.isEmpty) 0L else normal.sum / normal.length)
   }
 }

@@ -30,10 +30,10 @@ object SkewAggExplain {
 
   /**
    * One paragraph per aggregate of `plan`, then per window (executed; for adaptive queries after
-   * they ran).
+   * they ran). The copies a rewrite made of an aggregate (the branches of a union) are one.
    */
   def explain(plan: SparkPlan): String = {
-    val aggregates = nodes(plan).filter(LeftAloneReasons.isFinalAggregate)
+    val aggregates = copiesTogether(nodes(plan).filter(LeftAloneReasons.isFinalAggregate))
     val windows = nodes(plan).filter {
       case _: WindowExec | _: SkewAggWindowExec => true
       case _ => false
@@ -43,8 +43,8 @@ object SkewAggExplain {
       return fellBack + "skewagg: the query has no aggregate.\n"
     }
     val adaptive = unfinishedAdaptive(plan)
-    fellBack + aggregates.zipWithIndex.map { case (agg, i) =>
-      s"aggregate ${i + 1}: ${label(agg)}\n  ${decide(agg, adaptive)}\n"
+    fellBack + aggregates.zipWithIndex.map { case (copies, i) =>
+      s"aggregate ${i + 1}: ${label(copies.head)}\n  ${decide(copies, adaptive)}\n"
     }.mkString + windows.zipWithIndex.map { case (window, i) =>
       s"window ${i + 1}: ${windowLabel(window)}\n  ${decideWindow(window, adaptive)}\n"
     }.mkString
@@ -123,19 +123,35 @@ object SkewAggExplain {
   }
 
   /**
-   * What was recorded about `agg` ([[LeftAloneReasons.recordedAbout]]); where nothing was, the
-   * decision is still to come (an adaptive plan not run) or was never made (a plan planned
-   * without skewagg's rules).
+   * The aggregates in order, each with its copies: aggregates with the same label planned from
+   * the same logical plan.
    */
-  private def decide(agg: SparkPlan, adaptiveNotRun: Boolean): String = {
-    val (rewritten, others) = LeftAloneReasons.recordedAbout(agg).partition {
-      case _: SkewAggDecision.Rewritten => true
-      case _ => false
+  private def copiesTogether(aggregates: Seq[SparkPlan]): Seq[Seq[SparkPlan]] =
+    aggregates.foldLeft(Vector.empty[Vector[SparkPlan]]) { (groups, agg) =>
+      val logical = PlanNodes.logicalOf(agg)
+      val copyOf = groups.indexWhere(g =>
+        logical.isDefined && PlanNodes.logicalOf(g.head).exists(_ eq logical.get) &&
+          label(g.head) == label(agg))
+      if (copyOf < 0) groups :+ Vector(agg) else groups.updated(copyOf, groups(copyOf) :+ agg)
     }
+
+  /**
+   * What was recorded about an aggregate's `copies` ([[LeftAloneReasons.recordedAbout]]); where a
+   * rewrite made them, what the copies it rewrote record (a copy it left as it was says nothing
+   * of the rewrite). Where nothing was recorded, the decision is still to come (an adaptive plan
+   * not run) or was never made (a plan planned without skewagg's rules).
+   */
+  private def decide(copies: Seq[SparkPlan], adaptiveNotRun: Boolean): String = {
+    val byCopy = copies.map(LeftAloneReasons.recordedAbout)
+    val rewrittenCopies = byCopy.filter(_.exists(isRewritten))
+    val (rewritten, others) =
+      (if (rewrittenCopies.nonEmpty) rewrittenCopies else byCopy).flatten.partition(isRewritten)
     val recorded = (rewritten ++ others).map(_.text).distinct
     if (recorded.nonEmpty) recorded.mkString("\n  ")
     else if (adaptiveNotRun) SkewAggDecision.Pending("the sizes of the shuffle below").text
     else "no decision recorded: the plan was not planned by a session with skewagg's rules."
   }
 
+  private def isRewritten(decision: SkewAggDecision): Boolean =
+    decision.isInstanceOf[SkewAggDecision.Rewritten]
 }

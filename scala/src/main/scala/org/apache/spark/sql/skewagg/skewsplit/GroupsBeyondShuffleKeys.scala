@@ -24,7 +24,8 @@ import org.apache.spark.sql.skewagg.SkewAggDecision.NotSkewed
  * share of the records written, in proportion to its bytes (Spark keeps bytes per partition, and
  * records for the whole shuffle). Against the median and the per-slot share, rows rank the
  * partitions as bytes do; the floor (`spark.skewagg.skew.minPartitionSize`) is compared with the
- * rows at their size in memory (the shuffle's data size per record) instead of compressed bytes.
+ * rows at their size in memory (the shuffle's data size per record) instead of compressed bytes,
+ * and so is the smallest piece a split cuts (`spark.skewagg.skew.minSplitSize`).
  * The join split measures so where its aggregate groups by more than the join keys; the
  * repartition split below a DISTINCT's first step (docs/rewrites.md, "A hot key with many DISTINCT
  * values").
@@ -43,14 +44,16 @@ object GroupsBeyondShuffleKeys {
   /**
    * A materialized shuffle's partitions as a skew test measures them: `sizes` (what is compared
    * and reported: bytes, or rows with `skew.inRows`), `atFloor` (what the floor is compared with)
-   * and the shuffle's own bytes, with the floor expressed in them (for Spark's skew split).
+   * and the shuffle's own bytes, with the floor and the smallest piece of a split
+   * (`spark.skewagg.skew.minSplitSize`) expressed in them (for the splits, which cut bytes).
    */
   final case class Measured(
       bytes: Array[Long],
       sizes: Array[Long],
       atFloor: Array[Long],
       skew: SkewedPartitions,
-      byteFloor: Long) {
+      byteFloor: Long,
+      byteMinSplit: Long) {
 
     /** The record of a test that found nothing skewed, in the test's own measure. */
     def notSkewed(where: String, conf: SQLConf): NotSkewed =
@@ -60,18 +63,22 @@ object GroupsBeyondShuffleKeys {
 
   /** The bytes test of Spark's skew join, with skewagg's thresholds. */
   def inBytes(bytes: Array[Long], conf: SQLConf): Measured =
-    Measured(bytes, bytes, bytes, SkewedPartitions.find(bytes, conf), floor(conf))
+    Measured(bytes, bytes, bytes, SkewedPartitions.find(bytes, conf), floor(conf), minSplit(conf))
 
   /**
    * What a split below `partial` does with its groups, for the rewrite's record: where it groups
-   * by more than the shuffle's keys, they are exchanged on all its grouping keys.
+   * by more than the shuffle's keys, they are exchanged on all its grouping keys (`onlyPieces`:
+   * the skewed partitions' pieces' groups only, the others aggregating in place).
    */
-  def spreadNote(partial: SparkPlan): String = PartialAggregates.unwrap(partial) match {
-    case agg: BaseAggregateExec =>
-      val keys = agg.groupingExpressions.map(_.name).mkString(", ")
-      s"; its groups of ($keys) are exchanged on all of them, spreading a hot key's values"
-    case _ => ""
-  }
+  def spreadNote(partial: SparkPlan, onlyPieces: Boolean = false): String =
+    PartialAggregates.unwrap(partial) match {
+      case agg: BaseAggregateExec =>
+        val keys = agg.groupingExpressions.map(_.name).mkString(", ")
+        val whose = if (onlyPieces) "its pieces' groups" else "its groups"
+        val rest = if (onlyPieces) "; the other partitions aggregate in place (a union)" else ""
+        s"; $whose of ($keys) are exchanged on all of them, spreading a hot key's values$rest"
+      case _ => ""
+    }
 
   /**
    * The first step of a DISTINCT aggregate: a partial aggregate Spark planned for an aggregate
@@ -114,13 +121,19 @@ object GroupsBeyondShuffleKeys {
     if (records <= 0 || total <= 0 || dataSize <= 0) return inBytes(bytes, conf)
     val rows = bytes.map(b => math.round(b.toDouble * records / total))
     val inMemory = rows.map(r => math.round(r.toDouble * dataSize / records))
+    // Sizes in memory (the floor, the smallest piece) in the shuffle's bytes.
+    def inShuffleBytes(inMemory: Long) =
+      math.max(1L, math.round(inMemory.toDouble * total / dataSize))
     Measured(
       bytes,
       rows,
       inMemory,
       SkewedPartitions.findByRows(rows, conf, inMemory),
-      math.max(1L, math.round(floor(conf).toDouble * total / dataSize)))
+      inShuffleBytes(floor(conf)),
+      inShuffleBytes(minSplit(conf)))
   }
 
   private def floor(conf: SQLConf): Long = conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
+
+  private def minSplit(conf: SQLConf): Long = conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE)
 }

@@ -69,21 +69,17 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
           SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
       return plan
     }
+    val apart = withCheapExchanges(plan, minAdded = 0)(splitApartBelowDistinct)
+    if (apart ne plan) return apart
     val rewritten = withCheapExchanges(plan, minAdded = 0)(_.transformDown {
       case partial if isCandidate(partial) =>
         val split = splitJoinBelow(partial)
         if (split.fastEquals(partial)) {
           SkewAggDecisions.record(partial, unsplitReason(partial))
         } else {
-          val skew = measuredSides(partial).map(_.skew).filter(_.nonEmpty)
-            .maxBy(_.skewed.map(_._2).max)
+          val skew = largestSkew(partial)
           val spread = if (skew.inRows) GroupsBeyondShuffleKeys.spreadNote(partial) else ""
-          SkewAggLocalStageExec.mark(
-            split,
-            Rewritten(
-              s"$Rewrite: " + SkewAggLocalStageExec.describe("partition", skew) + spread,
-              Rewrite),
-            skew.skewed.size)
+          SkewAggLocalStageExec.mark(split, splitRecord(skew, spread), skew.skewed.size)
         }
     })
     // Rolled back: the records went with the rewritten plan.
@@ -95,6 +91,38 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     }
     rewritten
   }
+
+  /**
+   * `plan` with the aggregates over each candidate whose first step groups by more than the join
+   * keys (a DISTINCT's) run apart on the split partitions' pieces and on the rest
+   * ([[SkewedPartitionsApart]]): the exchange of that step's groups is paid for the skewed
+   * partitions' rows only.
+   */
+  private def splitApartBelowDistinct(plan: SparkPlan): SparkPlan =
+    SkewedPartitionsApart.where(plan, p => isCandidate(p) && groupsBeyondJoinKeys(p)) {
+      (top, partial) =>
+        val split = splitJoinBelow(partial)
+        if (split.fastEquals(partial)) top
+        else {
+          val skew = largestSkew(partial)
+          val spread = GroupsBeyondShuffleKeys.spreadNote(partial, onlyPieces = true)
+          val marked =
+            SkewAggLocalStageExec.mark(split, splitRecord(skew, spread), skew.skewed.size)
+          SkewedPartitionsApart(top, partial, whole = split, pieces = marked)
+        }
+    }
+
+  private def groupsBeyondJoinKeys(partial: SparkPlan): Boolean =
+    joinBelow(partial.children.head).exists(j =>
+      GroupsBeyondShuffleKeys.applies(partial, j.leftKeys ++ j.rightKeys))
+
+  /** The measure of the join side below `partial` with the largest skewed partition. */
+  private def largestSkew(partial: SparkPlan): SkewedPartitions =
+    measuredSides(partial).map(_.skew).filter(_.nonEmpty).maxBy(_.skewed.map(_._2).max)
+
+  private def splitRecord(skew: SkewedPartitions, spread: String): Rewritten = Rewritten(
+    s"$Rewrite: " + SkewAggLocalStageExec.describe("partition", skew) + spread,
+    Rewrite)
 
   /**
    * Why Spark's split left the skewed join under `partial` whole: every skewed side is one the
@@ -111,19 +139,17 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     val skewed = Seq("left", "right").zip(join.children).zip(canSplit).flatMap {
       case ((side, child), splittable) =>
         measuredSide(partial, join, child).filter(_.skew.nonEmpty)
-          .map(m => ((side, m.bytes, m.skew), splittable))
+          .map(m => ((side, m), splittable))
     }
     skewed.collectFirst { case (found, true) => found } match {
       case None =>
         SplitSkewedJoinBelowAggregate.unsplittableSide(
           skewed.map(_._1._1).mkString(" and "),
           join.joinType.sql)
-      case Some((side, sizes, skew)) =>
-        val other = sizes.indices.filterNot(i => skew.skewed.exists(_._1 == i)).map(sizes(_))
-        val average = if (other.isEmpty) 0L else other.sum / other.size
+      case Some((side, m)) =>
         SplitSkewedJoinBelowAggregate.onePiece(
-          s"its $side side's ${SkewAggLocalStageExec.describe("partition", skew)}",
-          math.max(conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE), average))
+          s"its $side side's ${SkewAggLocalStageExec.describe("partition", m.skew)}",
+          SkewedPartitions.splitSize(m.bytes, m.skew, m.byteMinSplit))
     }
   }
 
@@ -215,10 +241,13 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
         conf,
         if (sides.isEmpty) conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
         else sides.map(_.byteFloor).min))
-    // Spark splits into pieces of max(advisory size, average non-skewed partition).
+    // Spark splits into pieces of max(advisory size, average non-skewed partition): the
+    // advisory size is skewagg's smallest piece, in the shuffle's bytes (in memory where the
+    // side is measured in rows).
     thresholds.setConf(
       SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES,
-      conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE))
+      if (sides.isEmpty) conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE)
+      else sides.map(_.byteMinSplit).min)
     // The subtree under a partial aggregate has no distribution requirement, so Spark's rule
     // accepts the split without forcing; the exchange above the partial is added by the caller.
     SQLConf.withExistingConf(thresholds) {

@@ -67,7 +67,8 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     FusedAggregates.splitWhere(plan, FusedAggregates.orRegrouping(splits)) { split =>
       // A DISTINCT's split needs two exchanges, each placed by Spark's EnsureRequirements.
       if (split.exists(p => splits(p) && spreadsValues(p))) {
-        withCheapExchanges(split, minAdded = 0)(splitReads)
+        val apart = withCheapExchanges(split, minAdded = 0)(splitApartBelowDistinct)
+        if (apart ne split) apart else withCheapExchanges(split, minAdded = 0)(splitReads)
       } else {
         splitReads(split)
       }
@@ -110,6 +111,30 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
         }
       }.getOrElse(partial)
   }
+
+  /**
+   * `plan` with the aggregates over each DISTINCT's first step (or the merge of its partials)
+   * run apart on the split partitions' pieces and on the rest ([[SkewedPartitionsApart]]): the
+   * exchange of that step's groups is paid for the skewed partitions' rows only. The whole
+   * partitions' merge reads them directly, without the merge of each split's rows first.
+   */
+  private def splitApartBelowDistinct(plan: SparkPlan): SparkPlan =
+    SkewedPartitionsApart.where(plan, p => splits(p) && spreadsValues(p)) { (top, step) =>
+      val stage = userStageBelow(step).get
+      val merge = isDistinctMerge(step)
+      val reading = step match {
+        case m: BaseAggregateExec if merge => Some(partialMerge(m, None, m.child))
+        case _ => None
+      }
+      splitRead(step, stage, reading, onlyPieces = true) match {
+        case None => top
+        case Some(local) =>
+          val read = local.collect { case r: AQEShuffleReadExec => r }.head
+          val whole = step.transformUp { case s: ShuffleQueryStageExec if s eq stage => read }
+          val pieces = if (merge) step.withNewChildren(Seq(local)) else local
+          SkewedPartitionsApart(top, step, whole, pieces)
+      }
+    }
 
   /** An aggregate whose input this rule may read in splits. */
   private def splits(plan: SparkPlan): Boolean = isCandidate(plan) || isDistinctMerge(plan)
@@ -170,13 +195,15 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     }
 
   /**
-   * `reading` (by default `partial`) reading the stage's skewed partitions in splits, marked;
-   * None if nothing splits. The test is `partial`'s, and so are the records of a refusal.
+   * `reading` (by default `partial`) reading the stage's skewed partitions in splits, marked
+   * (`onlyPieces`: for the pieces' branch of [[SkewedPartitionsApart]]); None if nothing splits.
+   * The test is `partial`'s, and so are the records of a refusal.
    */
   private def splitRead(
       partial: SparkPlan,
       stage: ShuffleQueryStageExec,
-      reading: Option[SparkPlan] = None): Option[SparkPlan] = {
+      reading: Option[SparkPlan] = None,
+      onlyPieces: Boolean = false): Option[SparkPlan] = {
     val stats = stage.mapStats.get
     val sizes = stats.bytesByPartitionId
     val measure = measured(partial, stage)
@@ -186,7 +213,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
       return None
     }
     val skewedIds = skew.skewed.map(_._1).toSet
-    val target = SkewedPartitions.splitSize(sizes, skew, conf)
+    val target = SkewedPartitions.splitSize(sizes, skew, measure.byteMinSplit)
     var splits = 0
     val specs: Seq[ShufflePartitionSpec] = sizes.indices.flatMap { i =>
       val whole = Seq(CoalescedPartitionSpec(i, i + 1, sizes(i)))
@@ -209,7 +236,8 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     val splitPartial = reading.getOrElse(partial).transformUp {
       case s: ShuffleQueryStageExec if s eq stage => read
     }
-    val spread = if (skew.inRows) GroupsBeyondShuffleKeys.spreadNote(partial) else ""
+    val spread =
+      if (skew.inRows) GroupsBeyondShuffleKeys.spreadNote(partial, onlyPieces) else ""
     Some(SkewAggLocalStageExec.mark(
       splitPartial,
       Rewritten(

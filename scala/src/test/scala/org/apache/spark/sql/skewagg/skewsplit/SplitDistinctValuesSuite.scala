@@ -1,6 +1,7 @@
 package org.apache.spark.sql.skewagg.skewsplit
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.execution.{SparkPlan, UnionExec}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
@@ -50,6 +51,12 @@ class SplitDistinctValuesSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     "avg(DISTINCT j) FILTER (WHERE i > 10)",
     "sum(v)")
 
+  /** [[oneDistinct]] after a join with the dimension (`join`) or after `repartition(k)`. */
+  private def oneDistinctAfter(s: SparkSession, join: Boolean, skewed: Boolean): DataFrame = {
+    val input = manyValues(s, skewed)
+    aggregated(if (join) input.join(dim(s), "k") else input.repartition(col("k")), oneDistinct)
+  }
+
   private def aggregated(df: DataFrame, aggregates: Seq[String]): DataFrame =
     df.groupBy("k").agg(expr(aggregates.head), aggregates.tail.map(expr): _*)
 
@@ -66,16 +73,28 @@ class SplitDistinctValuesSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     val d = differential(
       s => aggregated(manyValues(s, skewed = true).join(dim(s), "k"), oneDistinct),
       conf: _*)
-    assert(skewJoins(d) >= 1, d.plan(on = true, adaptive = true))
-    assert(exchangesOn(d.plan(on = true, adaptive = true), "k", "i").nonEmpty)
+    val plan = d.plan(on = true, adaptive = true)
+    assert(skewJoins(d) >= 1, plan)
+    assert(exchangesOn(plan, "k", "i").nonEmpty)
     assert(exchangesOn(d.plan(on = false, adaptive = true), "k", "i").isEmpty)
+    // Apart: the pieces of the skewed partition through the exchange on (k, i), the join's
+    // other tasks aggregating in place, in the other branch of a union.
+    assert(apart(plan) == Seq(false, true), plan)
     // Measured in rows: the deduplication's rows, not their compressed bytes.
-    val explained = SkewAggExplain.explain(d.plan(on = true, adaptive = true))
+    val explained = SkewAggExplain.explain(plan)
     assert(
       explained.matches("(?s).*skew split of the join below the aggregate: partition \\d+ " +
-        "is [\\d,]+ rows.*its groups of \\(k, i\\) are exchanged on all of them.*"),
+        "is [\\d,]+ rows.*its pieces' groups of \\(k, i\\) are exchanged on all of them.*"),
       explained)
   }
+
+  /**
+   * The tasks each branch of a union keeps of a split read, whole partitions (false) or pieces
+   * (true).
+   */
+  private def apart(plan: SparkPlan): Seq[Boolean] =
+    nodes[UnionExec](plan).flatMap(_.children.map(branch =>
+      nodes[SplitReadTasksExec](branch).map(_.pieces).distinct)).flatten
 
   test(
     "countDistinct alone (Spark 4.3 fuses its regrouping): split after a join and after " +
@@ -92,6 +111,26 @@ class SplitDistinctValuesSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       val plan = d.plan(on = true, adaptive = true)
       assert((if (join) skewJoins(d) else repartitionSplits(d)) >= 1, plan)
       assert(exchangesOn(plan, "k", "i").nonEmpty, plan)
+      assert(apart(plan) == Seq(false, true), plan)
+    }
+  }
+
+  test(
+    "Spark's coalescing on, 1800 shuffle partitions: the whole partitions' tasks coalesced " +
+      "around the split, and the pieces' tasks, keep Spark's rows") {
+    for (join <- Seq(true, false)) {
+      val d = differential(
+        s => oneDistinctAfter(s, join, skewed = true),
+        conf ++ Seq(
+          // Below 2000: above it, map outputs record one average block size unless
+          // spark.shuffle.accurateBlockSkewedFactor is set at start (ManyShufflePartitionsSuite).
+          SQLConf.SHUFFLE_PARTITIONS.key -> "1800",
+          SQLConf.COALESCE_PARTITIONS_ENABLED.key -> "true"): _*)
+      val plan = d.plan(on = true, adaptive = true)
+      assert(apart(plan) == Seq(false, true), s"$plan\n${SkewAggExplain.explain(plan)}")
+      // Spark coalesced the whole partitions' tasks (fewer than the partitions not split).
+      val whole = nodes[SplitReadTasksExec](plan).filterNot(_.pieces)
+      assert(whole.forall(_.outputPartitioning.numPartitions < 1799), plan)
     }
   }
 
@@ -112,12 +151,14 @@ class SplitDistinctValuesSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     val plan = d.plan(on = true, adaptive = true)
     assert(repartitionSplits(d) == 1, plan)
     assert(exchangesOn(plan, "k", "i").size == 1, plan)
-    // The user's repartition, and the exchange of the regrouped partial rows.
-    assert(exchangesOn(plan, "k").size == 2, plan)
+    // The user's repartition (read by both branches), and the exchange of the regrouped partial
+    // rows of the pieces.
+    assert(exchangesOn(plan, "k").distinct.size == 2, plan)
+    assert(apart(plan) == Seq(false, true), plan)
     val explained = SkewAggExplain.explain(plan)
     assert(
       explained.matches("(?s).*skewed repartition read in splits: partition \\d+ is " +
-        "[\\d,]+ rows.*its groups of \\(k, i\\) are exchanged on all of them.*"),
+        "[\\d,]+ rows.*its pieces' groups of \\(k, i\\) are exchanged on all of them.*"),
       explained)
   }
 
@@ -166,12 +207,7 @@ class SplitDistinctValuesSuite extends SkewAggSuiteBase with SpreadOverBuilds {
   test("uniform data: Spark's plan") {
     for (join <- Seq(true, false)) {
       val d = differential(
-        s => {
-          val input = manyValues(s, skewed = false)
-          aggregated(
-            if (join) input.join(dim(s), "k") else input.repartition(col("k")),
-            oneDistinct)
-        },
+        s => oneDistinctAfter(s, join, skewed = false),
         conf: _*)
       assert(skewJoins(d) == 0 && repartitionSplits(d) == 0, d.plan(on = true, adaptive = true))
       assert(exchangesOn(d.plan(on = true, adaptive = true), "k", "i").isEmpty)
