@@ -33,7 +33,10 @@ import org.apache.spark.sql.skewagg.skewsplit.SplitSkewedJoinBelowAggregate.Rewr
  * running on each split, and an exchange on the grouping keys between partial and final
  * aggregate. That exchange moves one row per key and split, which
  * [[io.skewagg.SkewAggCostEvaluator]] knows to be cheap. The partial aggregate is marked with a
- * [[SkewAggLocalStageExec]] naming the skewed partition.
+ * [[SkewAggLocalStageExec]] naming the skewed partition. Where it groups by more than the join
+ * keys (a DISTINCT's first step), the aggregates above the split join run apart
+ * ([[SkewedPartitionsApart]]): in place over the join's tasks that read whole partitions, with
+ * the exchanges over the tasks that read the skewed partitions' pieces.
  *
  * Refuses when skewagg or `spark.skewagg.join.skewSplit.enabled` is off, the aggregate has the
  * NO_SKEW_AGG hint, no partition is skewed,

@@ -38,8 +38,10 @@ import org.apache.spark.sql.skewagg.skewsplit.SplitSkewedShuffleBelowAggregate.R
  * DISTINCT's first step (grouping by the keys and the distinct values), the skew test counts rows
  * ([[GroupsBeyondShuffleKeys]]) and Spark places the exchanges: on all the step's grouping keys,
  * which spreads a hot key's values, and on the user's keys below the regrouping aggregate (for
- * that merge, a merge of each split's rows goes first). Nothing
- * changes when no partition is skewed, so uniform data runs Spark's plan.
+ * that merge, a merge of each split's rows goes first), for the skewed partitions' pieces only:
+ * the aggregates above run apart ([[SkewedPartitionsApart]]), in place over the tasks that read
+ * whole partitions. Nothing changes when no partition is skewed, so uniform data runs Spark's
+ * plan.
  *
  * Refuses when skewagg or `spark.skewagg.repartition.enabled` is off, the aggregate has the
  * NO_SKEW_AGG hint, the repartition hashes on anything but grouping attributes, or no skewed
