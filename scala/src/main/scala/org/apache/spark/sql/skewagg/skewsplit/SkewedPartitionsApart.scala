@@ -32,11 +32,9 @@ object SkewedPartitionsApart {
   def where(plan: SparkPlan, is: SparkPlan => Boolean)(
       apart: (SparkPlan, SparkPlan) => SparkPlan): SparkPlan = plan match {
     case u if isUnion(u) => u
-    case top: BaseAggregateExec if !PartialAggregates.isPartial(top) =>
-      inStageBelow(top, is) match {
-        case Some(node) => apart(top, node)
-        case None => top.withNewChildren(top.children.map(where(_, is)(apart)))
-      }
+    case top: BaseAggregateExec
+        if !PartialAggregates.isPartial(top) && inStageBelow(top, is).isDefined =>
+      apart(top, inStageBelow(top, is).get)
     case other => other.withNewChildren(other.children.map(where(_, is)(apart)))
   }
 
