@@ -208,3 +208,50 @@ def test_one_log_per_application(logs: Dict[str, Path]) -> None:
         found = find_logs([str(path)])
         assert len(found) == 1, (kind, found)
         assert json.loads(next(read_lines(found[0][1]))[2])["Event"] == "SparkListenerLogStart"
+
+
+# DISTINCT over a hot key of 20,000 rows' worth of values (tests/apps/event_log_queries.py): its
+# partition is 0.5 MiB of shuffle bytes, under this floor, and 2 MiB of rows in memory, above it.
+DISTINCT = {"spark.skewagg.skew.minPartitionSize": "1MB", "spark.skewagg.skew.minSplitSize": "32k"}
+
+
+@pytest.fixture(scope="module")
+def distinct_logs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Path]:
+    """Event logs of countDistinct(i) by k after a join and after repartition(k), skewed and
+    uniform (vanilla Spark)."""
+    root = tmp_path_factory.mktemp("distinct-eventlogs")
+    runs = {kind: Started([sys.executable, str(APPS / "event_log_queries.py"), str(root / kind),
+                           "--queries", "distinct-join,distinct-repartition"]
+                          + (["--uniform"] if kind == "uniform" else []))
+            for kind in ("skewed", "uniform")}
+    for kind, run in runs.items():
+        assert report(run.result())["rows"]["distinct-join"] > 0, kind
+    return {kind: root / kind for kind in runs}
+
+
+def test_distinct_over_a_hot_key_is_split_in_rows(distinct_logs: Dict[str, Path]) -> None:
+    found = by_query(advise(str(distinct_logs["skewed"]), task_slots=64, conf=DISTINCT))
+    assert set(found) == {"distinct-join", "distinct-repartition"}
+    join = found["distinct-join"][0]
+    assert join.operator == "aggregate over a join"
+    assert max(join.sizes) < 1 << 20  # below the floor in bytes
+    assert join.rewrite is not None and "SplitSkewedJoinBelowAggregate" in join.rewrite
+    assert "LocalAggregateBeforeJoin" in join.rewrite and "counted in rows" in join.rewrite
+    assert "rows, " in join.decision and "pieces" in join.decision
+    repartition = found["distinct-repartition"][0]
+    assert repartition.rewrite is not None
+    assert "PartialAggregateBeforeRepartition" in repartition.rewrite
+    assert "SplitSkewedShuffleBelowAggregate" in repartition.rewrite
+    for stage in (join, repartition):
+        assert stage.estimated_ms <= stage.makespan_ms
+        assert "divided evenly among its pieces" in stage.estimate
+    # In bytes alone, as before the rows test, the same partitions are under the floor.
+    bytes_only = by_query(advise(str(distinct_logs["skewed"]), task_slots=64,
+                                 conf={**DISTINCT, "spark.skewagg.skew.minPartitionSize": "16MB"}))
+    assert "Split" not in (bytes_only["distinct-join"][0].rewrite or "")
+    assert "below the 16.0 MiB floor" in bytes_only["distinct-join"][0].decision
+
+
+def test_distinct_on_uniform_data_reports_nothing(distinct_logs: Dict[str, Path]) -> None:
+    result = advise(str(distinct_logs["uniform"]), task_slots=64, conf=DISTINCT)
+    assert not result.errors and result.stages == [], str(result)

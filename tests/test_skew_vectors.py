@@ -1,6 +1,7 @@
 """The skew test's shared cases (tests/data/skew_test_vectors.json), evaluated by the Python code
 the event-log advisor runs without a JVM; the Scala suite SkewTestVectorsSuite evaluates the same
-file with the rules' SkewedPartitions. No Spark session."""
+file with the rules' SkewedPartitions and, for the cases in rows, GroupsBeyondShuffleKeys. No Spark
+session."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from pathlib import Path
 import pytest
 
 from skewagg.errors import SkewAggError
-from skewagg.skewtest import SkewSettings, default_settings, find_skewed, split_size
+from skewagg.skewtest import (
+    SkewSettings, default_settings, find_skewed, measure_rows, split_size)
 
-CASES = json.loads((Path(__file__).resolve().parent / "data" / "skew_test_vectors.json")
-                   .read_text())["cases"]
+VECTORS = json.loads((Path(__file__).resolve().parent / "data" / "skew_test_vectors.json")
+                     .read_text())
+CASES = VECTORS["cases"]
+ROWS_CASES = VECTORS["rowsCases"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
@@ -26,8 +30,30 @@ def test_shared_case(case: dict) -> None:
     assert split_size(case["sizes"], found, settings) == case["splitSize"]
 
 
+@pytest.mark.parametrize("case", ROWS_CASES, ids=[c["name"] for c in ROWS_CASES])
+def test_shared_rows_case(case: dict) -> None:
+    settings = SkewSettings.of(case["conf"])
+    measured = measure_rows(case["bytes"], case["records"], case["dataSize"], settings,
+                            case["slots"])
+    assert [i for i, _ in measured.found.skewed] == case["skewed"]
+    assert measured.found.median == case["median"]
+    assert measured.found.threshold == case["threshold"]
+    assert measured.in_rows == (case["records"] > 0)
+    assert measured.split_size(settings) == case["splitSize"]
+
+
 def test_cases_cover_both_outcomes() -> None:
-    assert any(c["skewed"] for c in CASES) and any(not c["skewed"] for c in CASES)
+    for cases in (CASES, ROWS_CASES):
+        assert any(c["skewed"] for c in cases) and any(not c["skewed"] for c in cases)
+
+
+def test_rows_find_what_bytes_miss() -> None:
+    """The distinct-many case: its hot partition is below the floor in bytes, skewed in rows."""
+    case = ROWS_CASES[0]
+    settings = SkewSettings.of(case["conf"])
+    assert not find_skewed(case["bytes"], settings, case["slots"]).skewed
+    assert measure_rows(case["bytes"], case["records"], case["dataSize"], settings,
+                        case["slots"]).found.skewed
 
 
 def test_defaults_are_the_generated_ones() -> None:

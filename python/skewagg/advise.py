@@ -16,9 +16,16 @@ execution's start and at each adaptive update) are accumulators, and the accumul
 tasks updated name the nodes that ran in it. Makespans are estimates from the measured task
 times: a stage's tasks list-scheduled in task order onto the slots (:func:`skewagg.tasktimes.
 makespan`); with skewagg, each skewed task's time spread over the pieces the rewrite would make
-of it (time in proportion to bytes read), or, where skewagg aggregates before the shuffle, the
-skewed task taking the stage's median time; the exchange of partial results skewagg adds is not
-counted. A query's makespan is the sum of its stages'.
+of it (time in proportion to bytes read), and, where skewagg aggregates before the shuffle, each
+task's time beyond the stage's shortest scaled by the rows it would read after that aggregate
+(:func:`_after_local`, an estimate) over the rows it read, or the skewed task taking the stage's
+median time where the log does not count the groups; the map tasks' aggregation and the exchanges
+skewagg adds are not counted. A query's makespan is the sum of its stages'.
+
+Below an aggregate grouping by more than the shuffle's keys (a DISTINCT's first step) the split
+rules test the shuffle in rows (``GroupsBeyondShuffleKeys``), and so does this module
+(:func:`skewagg.skewtest.measure_rows`), on the rows skewagg's deduplication before the shuffle
+would leave where it plans one.
 """
 
 from __future__ import annotations
@@ -30,14 +37,16 @@ import math
 import re
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union)
 
 from skewagg.eventlog import (
     Application, EventLogError, Execution, PlanNode, Stage, find_logs, read_application)
 from skewagg.errors import SkewAggError
 from skewagg.skewtest import (
     SINGLE_KEY_MIN_ROWS_KEY, SKEW_FACTOR_KEY, SKEW_FLOOR_KEY, SPLIT_SIZE_KEY, TASK_SLOTS_KEY,
-    WINDOW_MIN_ROWS_KEY, SkewFound, SkewSettings, default_settings, find_skewed, split_size)
+    WINDOW_MIN_ROWS_KEY, RowsMeasure, SkewFound, SkewSettings, default_settings, find_skewed,
+    measure_rows)
 from skewagg.tasktimes import makespan
 
 AGGREGATES = {"HashAggregate", "SortAggregate", "ObjectHashAggregate"}
@@ -354,6 +363,39 @@ class _StagePlan:
     inputs: List[PlanNode]  # Exchange nodes the stage read
     join: Optional[PlanNode] = None
     kind: str = "other"
+    first: Optional[PlanNode] = None  # the aggregate that reads the join or shuffle (its 1st step)
+    shuffle_keys: Set[str] = field(default_factory=set)  # ids the shuffle(s) below hash on
+
+    @property
+    def groups_beyond_keys(self) -> bool:
+        """The first step groups by an attribute the shuffle below does not hash on (a DISTINCT's
+        deduplication of (k, i) over input hashed on k): the rules' GroupsBeyondShuffleKeys."""
+        keys = _keys(self.first.desc) if self.first else []
+        return bool(self.shuffle_keys) and any(not _ids(k) <= self.shuffle_keys for k in keys)
+
+    @property
+    def distinct(self) -> bool:
+        return self.top is not None and any("distinct" in f for f in _functions(self.top.desc))
+
+    @property
+    def expands(self) -> bool:
+        """Spark expands the rows per DISTINCT group (several DISTINCTs, or one with a FILTER)."""
+        return self.top is not None and any(n.name == "Expand" for n in _below(self.top))
+
+
+def _first_aggregate(top: PlanNode, bottom: PlanNode) -> PlanNode:
+    """The lowest aggregate between ``bottom`` (a join, or the boundary of the shuffle read) and
+    ``top``: the step that reads the join's or the shuffle's rows."""
+    node = bottom.parent
+    while node is not None and node is not top and node.name not in AGGREGATES:
+        node = node.parent
+    return node if node is not None else top
+
+
+def _hash_keys(exchange: PlanNode) -> Set[str]:
+    """The attribute ids an Exchange hashes on (``hashpartitioning(k#1L, 16)``)."""
+    match = re.search(r"hashpartitioning\((.*?),\s*\d+\)", exchange.desc)
+    return _ids(match.group(1)) if match else set()
 
 
 def _stage_plan(execution: Execution, stage: Stage) -> _StagePlan:
@@ -381,12 +423,17 @@ def _stage_plan(execution: Execution, stage: Stage) -> _StagePlan:
         holistic = any(_name(f) in HOLISTIC for f in _functions(top.desc))
         kind = "holistic" if holistic else "aggregate"
         if join is not None:
+            keys = set().union(*(_hash_keys(e) for e in inputs)) if inputs else set()
             return _StagePlan(top, ("holistic aggregate" if holistic else "aggregate") +
-                              " over a join", inputs, join, kind + "-join")
-        exchanges = [e for e in (_exchange_under(n) for n in below if n.name in BOUNDARIES) if e]
-        if any("REPARTITION_BY" in e.desc for e in exchanges):
+                              " over a join", inputs, join, kind + "-join",
+                              _first_aggregate(top, join), keys)
+        boundaries = [(n, _exchange_under(n)) for n in below if n.name in BOUNDARIES]
+        user = next(((n, e) for n, e in boundaries if e and "REPARTITION_BY" in e.desc), None)
+        if user is not None:
             return _StagePlan(top, ("holistic aggregate" if holistic else "aggregate") +
-                              " over a repartition", inputs, kind=kind + "-repartition")
+                              " over a repartition", inputs, kind=kind + "-repartition",
+                              first=_first_aggregate(top, user[0]),
+                              shuffle_keys=_hash_keys(user[1]))
         if any(n.name.startswith("Scan") and ("Bucketed: true" in n.desc or
                                               n.metadata.get("Bucketed") == "true")
                for n in below):
@@ -458,65 +505,123 @@ def _window_support(desc: str) -> Optional[str]:
 # The advice
 
 
-def _not_skewed(where: str, sizes: Sequence[int], found: SkewFound, s: SkewSettings) -> str:
-    """The rules' "not skewed" text (SkewAggDecision.NotSkewed)."""
+def _fmt(size: float, in_rows: bool) -> str:
+    """A size as a test measured it: "61,234 rows", or "4.2 MiB"."""
+    return f"{int(size):,} rows" if in_rows else _size(size)
+
+
+def _not_skewed(where: str, sizes: Sequence[int], found: SkewFound, s: SkewSettings,
+                at_floor: Optional[Sequence[int]] = None) -> str:
+    """The rules' "not skewed" text (SkewAggDecision.NotSkewed); ``at_floor``: what the floor is
+    compared with where ``sizes`` are rows (their size in memory)."""
     largest = max(range(len(sizes)), key=lambda i: sizes[i])
     ratio = f"{sizes[largest] / found.median:.1f}x" if found.median else "n/a x"
-    if sizes[largest] <= s.floor:
+    if (at_floor if at_floor is not None else sizes)[largest] <= s.floor:
         why = f"below the {_size(s.floor)} floor ({SKEW_FLOOR_KEY})"
     elif sizes[largest] > s.factor * found.median:
-        why = (f"not more than {s.factor}x the per-slot share {_size(found.slot_share)} on "
-               f"{found.slots} task slots ({TASK_SLOTS_KEY})")
+        why = (f"not more than {s.factor}x the per-slot share "
+               f"{_fmt(found.slot_share, found.in_rows)} on {found.slots} task slots "
+               f"({TASK_SLOTS_KEY})")
     else:
         why = f"not more than {s.factor}x the median ({SKEW_FACTOR_KEY})"
-    return (f"left alone: not skewed: in {where}, the largest partition ({largest}) is "
-            f"{_size(sizes[largest])}, {ratio} the median {_size(found.median)}: {why}.")
+    return (f"not skewed: in {where}, the largest partition ({largest}) is "
+            f"{_fmt(sizes[largest], found.in_rows)}, {ratio} the median "
+            f"{_fmt(found.median, found.in_rows)}: {why}.")
 
 
-def _skew_text(sizes: Sequence[int], found: SkewFound) -> str:
+def _skew_text(sizes: Sequence[int], found: SkewFound, verb: str = "read") -> str:
     pid, size = max(found.skewed, key=lambda x: x[1])
     ratio = f"{size / found.median:.0f}x" if found.median else "many times"
     more = len(found.skewed) - 1
-    return (f"partition {pid} read {_size(size)}, {ratio} the median {_size(found.median)}" +
-            (f" (and {more} more skewed)" if more else ""))
+    return (f"partition {pid} {verb} {_fmt(size, found.in_rows)}, {ratio} the median "
+            f"{_fmt(found.median, found.in_rows)}" + (f" (and {more} more skewed)" if more else ""))
 
 
 @dataclass
 class _Decision:
     rewrite: Optional[str]
     text: str
-    pieces: Dict[int, int] = field(default_factory=dict)  # skewed task -> pieces
-    local: bool = False  # aggregated before the shuffle: the task takes the median time
+    pieces: Dict[int, int] = field(default_factory=dict)  # split task -> pieces
+    local: bool = False  # aggregated before the shuffle
+    # With ``local``: task -> the rows it would read after the local aggregate over the rows it
+    # read (an estimate); empty where the log does not count them: the hot tasks (``hot``) then
+    # take the stage's median time.
+    scale: Dict[int, float] = field(default_factory=dict)
+    hot: List[int] = field(default_factory=list)
+
+
+@dataclass
+class _Measures:
+    """The shuffle a split rule would test, as it would test it: ``vanilla`` (the shuffle the log
+    measured: in rows where the first step groups beyond its keys, else in bytes), ``local`` (the
+    same shuffle after skewagg's local aggregate or deduplication before it, estimated; None
+    where the log does not count the first step's groups), and ``scale``, each task's rows after
+    that local aggregate over its rows read."""
+
+    vanilla: RowsMeasure
+    local: Optional[RowsMeasure] = None
+    scale: Dict[int, float] = field(default_factory=dict)
 
 
 def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFound,
-            bare: SkewFound, s: SkewSettings, map_tasks: int, where: str) -> _Decision:
+            bare: SkewFound, s: SkewSettings, map_tasks: int, where: str,
+            measures: _Measures) -> _Decision:
     """What skewagg would do with a stage whose sizes pass the test without the floor
-    (``bare``); ``found``: the test with the floor."""
+    (``bare``); ``found``: the test with the floor; ``measures``: the split rules' test."""
     skew = _skew_text(sizes, bare)
 
+    def pieces_of(m: RowsMeasure, cap: int) -> Tuple[int, Dict[int, int]]:
+        piece = m.split_size(s)
+        return piece, {i: min(cap, math.ceil(m.bytes[i] / piece)) for i, _ in m.found.skewed}
+
     def split(rewrite: str, cap: int) -> _Decision:
-        if not found.skewed:
-            return _Decision(None, _not_skewed(where, sizes, found, s))
-        piece = split_size(sizes, found, s)
-        pieces = {i: min(cap, math.ceil(size / piece)) for i, size in found.skewed}
+        m = measures.vanilla
+        if not m.found.skewed:
+            return _Decision(None, "left alone: " + _not_skewed(where, m.sizes, m.found, s,
+                                                                 m.at_floor))
+        tested = _skew_text(m.sizes, m.found) if m.in_rows else skew
+        piece, pieces = pieces_of(m, cap)
         if max(pieces.values()) < 2:
-            return _Decision(None, f"left alone: {skew}, but pieces of {_size(piece)} "
+            return _Decision(None, f"left alone: {tested}, but pieces of {_size(piece)} "
                              f"({SPLIT_SIZE_KEY}) leave it whole. Lower {SPLIT_SIZE_KEY} to "
                              "split it.")
-        return _Decision(rewrite, f"would rewrite: {rewrite}: {skew}, read in up to "
+        return _Decision(rewrite, f"would rewrite: {rewrite}: {tested}, read in up to "
                          f"{max(pieces.values())} pieces of about {_size(piece)}.", pieces)
 
-    def local(rewrite: str) -> _Decision:
+    def local(rewrite: str, dedup: bool = False) -> _Decision:
+        reach = ("one row per value and upstream task" if dedup else "one row per upstream task")
         return _Decision(rewrite, f"would rewrite: {rewrite} (planned for every such aggregate, "
                          f"whatever the sizes): {skew}; the hot key's rows are merged where "
-                         "they are read, and reach this stage as one row per upstream task.",
-                         {i: 1 for i, _ in bare.skewed}, local=True)
+                         f"they are read, and reach this stage as {reach}.",
+                         local=True, scale=measures.scale, hot=[i for i, _ in bare.skewed])
+
+    def local_then_split(first: str, first_rule: str, then: str, then_rule: str,
+                         cap: int) -> _Decision:
+        """A deduplication before the shuffle (planned whatever the sizes), then the split of
+        what it leaves where that is skewed in rows."""
+        done = local(f"{first} ({first_rule})", dedup=True)
+        m = measures.local or measures.vanilla
+        after = "after the deduplication (estimated)" if measures.local else "as read"
+        if not m.found.skewed:
+            done.text += (f" No split: the rows {after} are "
+                          + _not_skewed(where, m.sizes, m.found, s, m.at_floor))
+            return done
+        piece, pieces = pieces_of(m, cap)
+        tested = _skew_text(m.sizes, m.found, "would hold" if measures.local else "read")
+        if max(pieces.values()) < 2:
+            done.text += (f" No split: {after}, {tested}, but pieces of {_size(piece)} "
+                          f"({SPLIT_SIZE_KEY}) leave it whole.")
+            return done
+        rewrite = f"{first}, then {then} ({first_rule}, {then_rule})"
+        return _Decision(rewrite, f"would rewrite: {rewrite}: {skew}; {after}, {tested}, read "
+                         f"in up to {max(pieces.values())} pieces of about {_size(piece)}.",
+                         pieces, local=True, scale=measures.scale,
+                         hot=[i for i, _ in bare.skewed])
 
     def hot_key(rewrite: str, min_rows: int, min_key: str, max_splits: int,
                 needs_floor: bool) -> _Decision:
         if needs_floor and not found.skewed:
-            return _Decision(None, _not_skewed(where, sizes, found, s))
+            return _Decision(None, "left alone: " + _not_skewed(where, sizes, found, s))
         hot = max(bare.skewed, key=lambda x: x[1])[0]
         if rows[hot] < min_rows:
             return _Decision(None, f"left alone: no hot key split: {skew}, about "
@@ -539,15 +644,35 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
         assert plan.top is not None and plan.join is not None
         join_type = plan.join.desc.rsplit(",", 1)[-1].strip().split()[0] if "," in \
             plan.join.desc else ""
-        distinct = any("distinct" in f for f in _functions(plan.top.desc))
-        if not distinct and join_type != "FullOuter" and _one_side(plan.top, plan.join):
+        functions = _functions(plan.top.desc)
+        one_side = join_type != "FullOuter" and _one_side(plan.top, plan.join)
+        in_rows = ", counted in rows" if measures.vanilla.in_rows else ""
+        if plan.distinct and one_side and all("distinct" in f for f in functions):
+            # DISTINCT-only: that side deduplicated before the join, its (k, i) rows merged
+            # after; the join split where what the deduplication leaves is skewed in rows.
+            return local_then_split(
+                "deduplication of the aggregated side before the join", "LocalAggregateBeforeJoin",
+                "the skew split of the join below the aggregate, counted in rows, the skewed "
+                "partitions' pieces deduplicated on all the grouping keys apart",
+                "SplitSkewedJoinBelowAggregate", map_tasks)
+        if not plan.distinct and one_side:
             return local("flushing partial aggregate before the join (LocalAggregateBeforeJoin)")
-        return split("skew split of the join below the aggregate "
+        return split(f"skew split of the join below the aggregate{in_rows} "
                      "(SplitSkewedJoinBelowAggregate)", map_tasks)
     if kind == "holistic-join":
         return split("skew split of the join below the aggregate "
                      "(SplitSkewedJoinBelowAggregate)", map_tasks)
     if kind == "aggregate-repartition":
+        if plan.distinct and not plan.expands and plan.groups_beyond_keys:
+            # The flushing aggregate runs the DISTINCT's first step before the user's shuffle;
+            # the merge after it is split where what it leaves is skewed in rows.
+            return local_then_split(
+                "flushing partial aggregate before the user's repartition, deduplicating the "
+                "DISTINCT's (keys, value) rows", "PartialAggregateBeforeRepartition",
+                "the skewed repartition read in splits, counted in rows, each split merging its "
+                "own rows, its pieces exchanged on all the grouping keys and regrouped on the "
+                "keys apart (the other partitions aggregating in place)",
+                "SplitSkewedShuffleBelowAggregate", map_tasks)
         return local("flushing partial aggregate before the user's repartition "
                      "(PartialAggregateBeforeRepartition)")
     if kind == "holistic-repartition":
@@ -579,18 +704,24 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
 
 
 def _estimate(durations: List[int], decision: _Decision, slots: int) -> float:
-    if not decision.rewrite:
+    """The stage's makespan with ``decision``. Where skewagg aggregates before the shuffle, a task
+    takes the stage's shortest task time (what every task costs) plus the rest of its time
+    scaled by the rows it would read over the rows it read (reduce-side work in proportion to
+    rows read), or the stage's median time where the rows are unknown; a split task's time is
+    then divided evenly among its pieces."""
+    if not decision.rewrite or not durations:
         return makespan(durations, slots)
-    median = statistics.median(durations) if durations else 0
+    median = statistics.median(durations)
+    fastest = min(durations)
     tasks: List[float] = []
     for i, d in enumerate(durations):
-        k = decision.pieces.get(i)
-        if k is None:
-            tasks.append(d)
-        elif decision.local:
-            tasks.append(min(d, median))
-        else:
-            tasks += [d / k] * k
+        t = float(d)
+        if decision.local and decision.scale:
+            t = min(t, fastest + (t - fastest) * decision.scale.get(i, 1.0))
+        elif decision.local and i in decision.hot:
+            t = min(t, median)
+        k = decision.pieces.get(i, 1)
+        tasks += [t / k] * k
     return makespan(tasks, slots)
 
 
@@ -634,6 +765,70 @@ def _advise_app(app: Application, settings: SkewSettings, slots: int) -> List[St
     return out
 
 
+def _output_rows(stage: Stage, node: PlanNode) -> List[int]:
+    """The rows ``node`` output in each task of ``stage`` (index order); zeros where the log does
+    not count them."""
+    accs = [a for a, name in node.metrics.items() if name == "number of output rows"]
+    return [sum(t.updates.get(a, 0) for a in accs)
+            for t in sorted(stage.tasks, key=lambda t: t.index)]
+
+
+def _written(writer: Optional[Stage], exchange: Optional[PlanNode], name: str) -> int:
+    """The sum over the map tasks of ``writer`` of the exchange's SQL metric ``name``."""
+    if writer is None or exchange is None:
+        return 0
+    accs = [a for a, n in exchange.metrics.items() if n == name]
+    return sum(t.updates.get(a, 0) for t in writer.tasks for a in accs)
+
+
+def _after_local(read: int, groups: int, map_tasks: int) -> int:
+    """The rows a reduce task would read after each map task merged its own rows by group: a
+    partition of ``groups`` groups whose ``read`` rows fall at random over ``map_tasks`` map tasks
+    leaves each map task the groups it saw, ``M G (1 - exp(-R / (M G)))`` in all (a hot key's
+    rows become one row per map task; groups seen once per map task stay), between ``groups``
+    and ``read``. An estimate: the log counts neither the groups per map task nor how the rows
+    were spread."""
+    if groups <= 0 or read <= 0 or map_tasks <= 0:
+        return read
+    slots = map_tasks * groups
+    return int(min(read, max(groups, round(-slots * math.expm1(-read / slots)))))
+
+
+def _measures(app: Application, execution: Execution, stage: Stage, plan: _StagePlan,
+              sizes: List[int], rows: List[int], exchange: Optional[PlanNode],
+              writer: Optional[Stage], settings: SkewSettings, slots: int) -> _Measures:
+    """The split rules' test of the shuffle this stage read (GroupsBeyondShuffleKeys.measure),
+    on vanilla's shuffle and on the one skewagg's local aggregate before it would leave.
+
+    The rules measure a materialized shuffle by its map outputs' bytes per partition, the
+    records it wrote and its data size in memory (the stage's runtime statistics). The log holds
+    the bytes each reduce task read (a partition's map outputs where a task reads one partition:
+    here coalescing and Spark's skew split merge or cut them, and Spark averages the map
+    statuses of shuffles over 2000 partitions, which the reads do not show) and the exchange's
+    SQL metrics "shuffle records written" and "data size", summed over the map tasks: the very
+    numbers of the rules' statistics. The rules count rows in proportion to bytes; the records
+    each task read are exact, but the rules do not have them, so they are not used for the test.
+    Without a data size (older logs) the test is in bytes, as the rules' without records."""
+    records = _written(writer, exchange, "shuffle records written") or sum(rows)
+    data_size = _written(writer, exchange, "data size")
+    in_rows = plan.groups_beyond_keys and (plan.join is not None or plan.distinct)
+    vanilla = measure_rows(sizes, records if in_rows else 0, data_size, settings, slots)
+    if plan.first is None or writer is None or not any(rows):
+        return _Measures(vanilla)
+    groups = _output_rows(stage, plan.first)
+    if not any(groups) or len(groups) != len(rows):
+        return _Measures(vanilla)
+    after = [_after_local(r, g, len(writer.tasks)) for r, g in zip(rows, groups)]
+    scale = {i: a / r for i, (a, r) in enumerate(zip(after, rows)) if r > 0}
+    # The shuffle after the local aggregate: each partition's bytes and the shuffle's records
+    # and data size shrunk with its rows.
+    kept = sum(after) / max(sum(rows), 1)
+    local_bytes = [round(b * scale.get(i, 1.0)) for i, b in enumerate(sizes)]
+    local = measure_rows(local_bytes, round(records * kept) if in_rows else 0,
+                         round(data_size * kept), settings, slots)
+    return _Measures(vanilla, local, scale)
+
+
 def _advise_stage(app: Application, execution: Execution, stage: Stage, settings: SkewSettings,
                   slots: int) -> Optional[Tuple[StageAdvice, _Decision]]:
     plan = _stage_plan(execution, stage)
@@ -666,20 +861,28 @@ def _advise_stage(app: Application, execution: Execution, stage: Stage, settings
         rows = [int(into * size / sum(sizes)) for size in sizes]
     where = "the join's input shuffles below" if plan.join is not None else (
         "the window's shuffle" if plan.kind == "window" else "the shuffle below")
-    decision = _decide(plan, sizes, rows, found, bare, settings, map_tasks or 1 << 30, where)
+    measures = _measures(app, execution, stage, plan, sizes, rows, exchange, writer, settings,
+                         slots)
+    decision = _decide(plan, sizes, rows, found, bare, settings, map_tasks or 1 << 30, where,
+                       measures)
     durations = [t.duration_ms for t in tasks]
     before = makespan(durations, slots)
     after = _estimate(durations, decision, slots)
-    if decision.local:
-        how = ("the skewed task's measured time replaced by the stage's median task time (the "
-               "hot key's rows merged before the shuffle; the map tasks' extra work is not "
-               "counted)")
-    elif decision.rewrite:
-        how = ("each skewed task's measured time divided evenly among its pieces (time in "
-               "proportion to bytes read); the exchange of partial results skewagg adds is not "
-               "counted")
-    else:
-        how = ""
+    hows = []
+    if decision.local and decision.scale:
+        hows.append(f"each task takes the stage's shortest task time plus the rest of its "
+                    f"measured time scaled by the rows it would read after the local aggregate "
+                    f"over the rows it read (the rows each of the {map_tasks} map tasks would "
+                    f"leave of the groups this stage's first aggregate found, an estimate); the "
+                    f"map tasks' times as measured (their aggregation is not counted)")
+    elif decision.local:
+        hows.append("the skewed task's measured time replaced by the stage's median task time "
+                    "(the hot key's rows merged before the shuffle; the map tasks' extra work "
+                    "is not counted)")
+    if decision.pieces and decision.rewrite:
+        hows.append("each skewed task's time divided evenly among its pieces (time in "
+                    "proportion to bytes read); the exchanges skewagg adds are not counted")
+    how = "; ".join(hows)
     estimate = (f"tasks list-scheduled in task order on {slots} slots; {how}" if how else "")
     advice = StageAdvice(
         app_id=app.app_id, app_name=app.name, log=app.path, execution_id=execution.execution_id,
@@ -732,7 +935,8 @@ def advise(paths: Union[str, Sequence[str]], task_slots: Optional[int] = None,
     stages.sort(key=lambda s: (-s.saved_ms, s.rewrite is None, s.app_id, s.execution_id,
                                s.stage_id))
     notes = ["makespans are estimates: the measured task times of each stage list-scheduled in "
-             "task order on the task slots, stages one after another; with skewagg, the skewed "
-             "tasks' times are divided as the rewrite would divide their work (see each stage)."]
+             "task order on the task slots, stages one after another; with skewagg, the tasks' "
+             "times are divided or scaled as the rewrite would change their work (see each "
+             "stage)."]
     return AdviceReport(stages, applications, errors,
                         {k: v for k, v in (conf or {}).items()}, notes)

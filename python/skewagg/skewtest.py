@@ -7,6 +7,12 @@ application's task slots), and than the floor ``spark.skewagg.skew.minPartitionS
 partition is split into pieces of the average partition that is not skewed, at least
 ``spark.skewagg.skew.minSplitSize``.
 
+Below an aggregate that groups by more than the shuffle's keys (a DISTINCT's first step), the rules
+measure a shuffle in rows (``GroupsBeyondShuffleKeys.measure``, :func:`measure_rows` here): each
+partition's share of the shuffle's records in proportion to its bytes, skewed against the median
+and the per-slot share without the floor, and above the floor by those rows' size in memory; the
+smallest piece of a split is weighed in memory too and cut in the shuffle's bytes.
+
 Two files keep this code and the rules' from drifting apart: the settings' defaults come from
 ``skew_settings.json``, which ``make docs`` writes from the extension's ``SkewAggConf`` (the Scala
 suite ``ConfigDocsSuite`` fails when it is stale), and ``tests/data/skew_test_vectors.json`` holds
@@ -17,6 +23,7 @@ cases that the Scala suite ``SkewTestVectorsSuite`` checks against ``SkewedParti
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +112,7 @@ class SkewFound:
     skewed: List[Tuple[int, int]]
     total: int
     slots: int
+    in_rows: bool = False  # sizes are rows (find_by_rows), not bytes
 
     @property
     def slot_share(self) -> int:
@@ -126,9 +134,75 @@ def find_skewed(sizes: Sequence[int], settings: SkewSettings, slots: int,
                      total, slots)
 
 
-def split_size(sizes: Sequence[int], found: SkewFound, settings: SkewSettings) -> int:
+def split_size(sizes: Sequence[int], found: SkewFound, settings: SkewSettings,
+               min_split: Optional[int] = None) -> int:
     """The size of the pieces a skewed partition is read in: the average partition that is not
-    skewed, at least ``spark.skewagg.skew.minSplitSize``."""
+    skewed, at least ``spark.skewagg.skew.minSplitSize`` (``min_split``: another smallest piece,
+    e.g. that size in memory in a shuffle's bytes, :attr:`RowsMeasure.byte_min_split`)."""
     skewed = {i for i, _ in found.skewed}
     normal = [s for i, s in enumerate(sizes) if i not in skewed]
-    return max(settings.min_split, sum(normal) // len(normal) if normal else 0)
+    smallest = settings.min_split if min_split is None else min_split
+    return max(smallest, sum(normal) // len(normal) if normal else 0)
+
+
+def find_by_rows(rows: Sequence[int], settings: SkewSettings, slots: int,
+                 at_floor: Sequence[int]) -> SkewFound:
+    """Skew measured in ``rows`` (the rules' ``SkewedPartitions.findByRows``): against the median
+    and the per-slot share without the floor, then only partitions whose ``at_floor`` (their rows
+    in bytes, e.g. in memory) is above ``spark.skewagg.skew.minPartitionSize``."""
+    found = find_skewed(rows, settings, slots, floor=0)
+    return SkewFound(found.median, found.threshold,
+                     [(i, r) for i, r in found.skewed if at_floor[i] > settings.floor],
+                     found.total, found.slots, in_rows=True)
+
+
+def _round(x: float) -> int:
+    """Scala's ``math.round`` of a double: half up."""
+    return int(math.floor(x + 0.5))
+
+
+@dataclass(frozen=True)
+class RowsMeasure:
+    """A shuffle's partitions as the rules' ``GroupsBeyondShuffleKeys.Measured``: ``sizes`` (what
+    is tested and reported: rows, or bytes where the records are not known), ``at_floor`` (what
+    the floor is compared with: the rows in memory, or the bytes), and the floor and the smallest
+    piece of a split in the shuffle's bytes."""
+
+    bytes: List[int]
+    sizes: List[int]
+    at_floor: List[int]
+    found: SkewFound
+    byte_floor: int
+    byte_min_split: int
+
+    @property
+    def in_rows(self) -> bool:
+        return self.found.in_rows
+
+    def split_size(self, settings: SkewSettings) -> int:
+        """The bytes of the pieces a split reads a skewed partition in (the rules'
+        ``SkewedPartitions.splitSize(bytes, skew, byteMinSplit)``)."""
+        return split_size(self.bytes, self.found, settings, self.byte_min_split)
+
+
+def measure_rows(sizes: Sequence[int], records: int, data_size: int, settings: SkewSettings,
+                 slots: int) -> RowsMeasure:
+    """Partitions of ``sizes`` bytes of a shuffle that wrote ``records`` records of ``data_size``
+    bytes in memory, measured as the rules' ``GroupsBeyondShuffleKeys.measure``: in rows, each
+    partition's share of the records in proportion to its bytes, at the floor by those rows'
+    size in memory; in bytes (:func:`find_skewed`) when a number is 0 (not counted)."""
+    bytes_ = [int(b) for b in sizes]
+    total = sum(bytes_)
+    if records <= 0 or total <= 0 or data_size <= 0:
+        return RowsMeasure(bytes_, bytes_, bytes_, find_skewed(bytes_, settings, slots),
+                           settings.floor, settings.min_split)
+    # The arithmetic of the rules' doubles: (b * records) / total, rounded half up.
+    rows = [_round(float(b) * records / total) for b in bytes_]
+    in_memory = [_round(float(r) * data_size / records) for r in rows]
+
+    def in_shuffle_bytes(size: int) -> int:
+        return max(1, _round(float(size) * total / data_size))
+
+    return RowsMeasure(bytes_, rows, in_memory,
+                       find_by_rows(rows, settings, slots, in_memory),
+                       in_shuffle_bytes(settings.floor), in_shuffle_bytes(settings.min_split))

@@ -6,7 +6,9 @@ advisor's tests and fixtures (tests/test_advise.py, tests/eventlogs/).
 
 Each query runs as one SQL execution of one application, whose event log lands in OUT_DIR. Hot key
 0 holds 40% of the rows (--uniform: none), the others spread over 1,000 keys; 16 shuffle
-partitions, coalescing off (so each partition is one task), no broadcast joins.
+partitions, coalescing off (so each partition is one task), no broadcast joins. The DISTINCT
+queries (``distinct-join``, ``distinct-repartition``; not run by default) count the distinct
+values of ``i``, a hash of the row over rows / 2 values: the hot key holds most of them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 QUERIES = ("join", "repartition", "percentile", "window")
+DISTINCT_QUERIES = ("distinct-join", "distinct-repartition")
 
 
 def main() -> None:
@@ -57,7 +60,8 @@ def main() -> None:
     ids = spark.range(0, rows, 1, 4)
     other = (F.col("id") * 7919) % 1000 + 1
     key = other if args.uniform else F.when(F.col("id") % 10 < 4, F.lit(0)).otherwise(other)
-    fact = ids.select(key.alias("k"), F.col("id").alias("v"))
+    fact = ids.select(key.alias("k"), F.col("id").alias("v"),
+                      (F.abs(F.xxhash64("id")) % max(1, rows // 2)).alias("i"))
     dim = spark.range(0, 1001).select(F.col("id").alias("k"), (F.col("id") % 7).alias("d"))
     queries = {
         "join": lambda: fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s")),
@@ -66,6 +70,10 @@ def main() -> None:
             F.expr("percentile(v, 0.5)").alias("p")),
         "window": lambda: fact.select(
             "k", F.sum("v").over(Window.partitionBy("k")).alias("s")).agg(F.sum("s")),
+        "distinct-join": lambda: fact.join(dim, "k").groupBy("k").agg(
+            F.countDistinct("i").alias("n")),
+        "distinct-repartition": lambda: fact.repartition("k").groupBy("k").agg(
+            F.countDistinct("i").alias("n")),
     }
     done = {}
     for name in args.queries.split(","):

@@ -8,39 +8,81 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.skewagg.skewsplit.GroupsBeyondShuffleKeys
 
 /**
  * The skew test's shared cases (`tests/data/skew_test_vectors.json`): partition sizes, task slots
  * and settings, and the partitions [[SkewedPartitions]] finds skewed, its median, threshold and
  * split size. The Python advisor, which reads event logs without a JVM, evaluates the same file
- * with its own code (`tests/test_skew_vectors.py`), so the two tests cannot drift apart.
+ * with its own code (`tests/test_skew_vectors.py`), so the two tests cannot drift apart. Its
+ * `rowsCases` are shuffles measured below an aggregate that groups by more than their keys
+ * ([[GroupsBeyondShuffleKeys.measure]]: bytes per partition, the shuffle's records and data size),
+ * with the split size the split rules cut them in.
  */
 class SkewTestVectorsSuite extends AnyFunSuite {
   private val path =
     GenerateConfigDocs.projectRoot.resolve("tests/data/skew_test_vectors.json")
 
-  private def cases: Seq[JsonNode] =
-    new ObjectMapper().readTree(Files.readAllBytes(path)).get("cases").elements().asScala.toSeq
+  private def cases: Seq[JsonNode] = list("cases")
+
+  private def rowsCases: Seq[JsonNode] = list("rowsCases")
+
+  private def list(name: String): Seq[JsonNode] =
+    new ObjectMapper().readTree(Files.readAllBytes(path)).get(name).elements().asScala.toSeq
+
+  private def confOf(c: JsonNode): SQLConf = {
+    val conf = new SQLConf
+    c.get("conf").fields().asScala.foreach(e => conf.setConfString(e.getKey, e.getValue.asText))
+    conf
+  }
+
+  private def longs(c: JsonNode, field: String): Array[Long] =
+    c.get(field).elements().asScala.map(_.asLong).toArray
 
   test("the shared cases are there") {
     assert(Files.exists(path), s"$path is missing")
     assert(cases.size >= 8)
     assert(cases.exists(_.get("skewed").size() > 0))
     assert(cases.exists(_.get("skewed").size() == 0))
+    assert(rowsCases.size >= 4)
+    assert(rowsCases.exists(_.get("skewed").size() > 0))
+    assert(rowsCases.exists(_.get("skewed").size() == 0))
   }
 
   test("SkewedPartitions finds what every shared case expects") {
     cases.foreach { c =>
       val name = c.get("name").asText()
-      val conf = new SQLConf
-      c.get("conf").fields().asScala.foreach(e => conf.setConfString(e.getKey, e.getValue.asText))
-      val sizes = c.get("sizes").elements().asScala.map(_.asLong).toArray
+      val conf = confOf(c)
+      val sizes = longs(c, "sizes")
       val found = SkewedPartitions.find(sizes, conf, c.get("slots").asInt)
       val expected = c.get("skewed").elements().asScala.map(_.asInt).toSeq
       assert(found.skewed.map(_._1) == expected, name)
       assert(found.medianSize == c.get("median").asLong, name)
       assert(found.threshold == c.get("threshold").asLong, name)
       assert(SkewedPartitions.splitSize(sizes, found, conf) == c.get("splitSize").asLong, name)
+    }
+  }
+
+  test("GroupsBeyondShuffleKeys.measure finds what every shared rows case expects") {
+    rowsCases.foreach { c =>
+      val name = c.get("name").asText()
+      val conf = confOf(c)
+      // The case's task slots, as the rules' TaskSlots reads them.
+      conf.setConf(SkewAggConf.SKEW_TASK_SLOTS, c.get("slots").asInt)
+      val bytes = longs(c, "bytes")
+      val m = GroupsBeyondShuffleKeys.measure(
+        bytes,
+        c.get("records").asLong,
+        c.get("dataSize").asLong,
+        conf)
+      val expected = c.get("skewed").elements().asScala.map(_.asInt).toSeq
+      assert(m.skew.skewed.map(_._1) == expected, name)
+      assert(m.skew.medianSize == c.get("median").asLong, name)
+      assert(m.skew.threshold == c.get("threshold").asLong, name)
+      assert(m.skew.inRows == (c.get("records").asLong > 0), name)
+      assert(
+        SkewedPartitions.splitSize(m.bytes, m.skew, m.byteMinSplit) == c.get("splitSize").asLong,
+        name)
     }
   }
 }
