@@ -781,14 +781,16 @@ def _written(writer: Optional[Stage], exchange: Optional[PlanNode], name: str) -
     return sum(t.updates.get(a, 0) for t in writer.tasks for a in accs)
 
 
-def _after_local(read: int, groups: int, map_tasks: int) -> int:
+def _after_local(read: int, groups: int, map_tasks: int, capacity: int) -> int:
     """The rows a reduce task would read after each map task merged its own rows by group: a
     partition of ``groups`` groups whose ``read`` rows fall at random over ``map_tasks`` map tasks
     leaves each map task the groups it saw, ``M G (1 - exp(-R / (M G)))`` in all (a hot key's
     rows become one row per map task; groups seen once per map task stay), between ``groups``
-    and ``read``. An estimate: the log counts neither the groups per map task nor how the rows
-    were spread."""
-    if groups <= 0 or read <= 0 or map_tasks <= 0:
+    and ``read``. A partition of more groups than the flushing aggregate's map holds
+    (``capacity``, spark.skewagg.localAggregate.capacity) keeps its ``read`` rows: a hot key
+    spread over more values than a batch sees is passed through. An estimate: the log counts
+    neither the groups per map task nor how the rows were spread."""
+    if groups <= 0 or read <= 0 or map_tasks <= 0 or groups > capacity:
         return read
     slots = map_tasks * groups
     return int(min(read, max(groups, round(-slots * math.expm1(-read / slots)))))
@@ -818,7 +820,8 @@ def _measures(app: Application, execution: Execution, stage: Stage, plan: _Stage
     groups = _output_rows(stage, plan.first)
     if not any(groups) or len(groups) != len(rows):
         return _Measures(vanilla)
-    after = [_after_local(r, g, len(writer.tasks)) for r, g in zip(rows, groups)]
+    after = [_after_local(r, g, len(writer.tasks), settings.local_capacity)
+             for r, g in zip(rows, groups)]
     scale = {i: a / r for i, (a, r) in enumerate(zip(after, rows)) if r > 0}
     # The shuffle after the local aggregate: each partition's bytes and the shuffle's records
     # and data size shrunk with its rows.

@@ -39,6 +39,7 @@ SINGLE_KEY_MIN_ROWS_KEY = "spark.skewagg.singleKey.split.minKeyRows"
 SINGLE_KEY_MAX_SPLITS_KEY = "spark.skewagg.singleKey.split.maxSplits"
 WINDOW_MIN_ROWS_KEY = "spark.skewagg.window.split.minKeyRows"
 WINDOW_MAX_SPLITS_KEY = "spark.skewagg.window.split.maxSplits"
+LOCAL_CAPACITY_KEY = "spark.skewagg.localAggregate.capacity"
 
 SETTINGS_FILE = Path(__file__).resolve().parent / "skew_settings.json"
 
@@ -64,7 +65,8 @@ def default_settings() -> Dict[str, str]:
 class SkewSettings:
     """The skew test's settings: ``factor``, ``floor`` and ``min_split`` in bytes, ``task_slots``
     (0: the application's); the hot-key splits' least rows of a key and most splits (percentiles:
-    ``single_key_*``, windows: ``window_*``)."""
+    ``single_key_*``, windows: ``window_*``); the keys a flushing local aggregate's map holds
+    (``local_capacity``)."""
 
     factor: float
     floor: int
@@ -74,6 +76,7 @@ class SkewSettings:
     single_key_max_splits: int = 2
     window_min_rows: int = 1
     window_max_splits: int = 2
+    local_capacity: int = 16384
 
     @staticmethod
     def of(conf: Optional[Mapping[str, str]] = None) -> "SkewSettings":
@@ -82,7 +85,7 @@ class SkewSettings:
         values.update({k: str(v) for k, v in (conf or {}).items() if k in values})
         integers = {}
         for key in (TASK_SLOTS_KEY, SINGLE_KEY_MIN_ROWS_KEY, SINGLE_KEY_MAX_SPLITS_KEY,
-                    WINDOW_MIN_ROWS_KEY, WINDOW_MAX_SPLITS_KEY):
+                    WINDOW_MIN_ROWS_KEY, WINDOW_MAX_SPLITS_KEY, LOCAL_CAPACITY_KEY):
             try:
                 integers[key] = int(values[key])
             except ValueError:
@@ -99,7 +102,8 @@ class SkewSettings:
         return SkewSettings(factor, parse_bytes(values[SKEW_FLOOR_KEY]),
                             parse_bytes(values[SPLIT_SIZE_KEY]), integers[TASK_SLOTS_KEY],
                             integers[SINGLE_KEY_MIN_ROWS_KEY], integers[SINGLE_KEY_MAX_SPLITS_KEY],
-                            integers[WINDOW_MIN_ROWS_KEY], integers[WINDOW_MAX_SPLITS_KEY])
+                            integers[WINDOW_MIN_ROWS_KEY], integers[WINDOW_MAX_SPLITS_KEY],
+                            integers[LOCAL_CAPACITY_KEY])
 
 
 @dataclass(frozen=True)

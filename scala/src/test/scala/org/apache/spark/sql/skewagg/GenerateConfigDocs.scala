@@ -25,7 +25,8 @@ object GenerateConfigDocs {
     SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS,
     SkewAggConf.SINGLE_KEY_SPLIT_MAX_SPLITS,
     SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS,
-    SkewAggConf.WINDOW_SPLIT_MAX_SPLITS).map(_.key)
+    SkewAggConf.WINDOW_SPLIT_MAX_SPLITS,
+    SkewAggConf.LOCAL_AGGREGATE_CAPACITY).map(_.key)
 
   /** `{"key": "default", ...}` of [[skewSettings]], one key a line. */
   def renderSkewSettings(): String = {

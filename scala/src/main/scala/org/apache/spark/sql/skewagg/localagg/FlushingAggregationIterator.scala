@@ -14,7 +14,8 @@ private[localagg] case class FlushingMetrics(
     rowsOut: SQLMetric,
     flushes: SQLMetric,
     passedThrough: SQLMetric,
-    learned: SQLMetric)
+    learned: SQLMetric,
+    keptKeysDropped: SQLMetric)
 
 /**
  * Per task: the map, the flushes and the pass-through mode of [[FlushingPartialAggregateExec]].
@@ -55,6 +56,7 @@ private[localagg] class FlushingAggregationIterator(
   private[this] var flushes: SQLMetric = _
   private[this] var passedThrough: SQLMetric = _
   private[this] var learned: SQLMetric = _
+  private[this] var keptKeysDropped: SQLMetric = _
   private[this] var sketched: DistinctHashes = _
   private[this] val keyHashOf = sketch.map(_._2).orNull
   countInto(sketch.map(_._1).orNull, metrics)
@@ -66,6 +68,7 @@ private[localagg] class FlushingAggregationIterator(
     flushes = metrics.flushes
     passedThrough = metrics.passedThrough
     learned = metrics.learned
+    keptKeysDropped = metrics.keptKeysDropped
     sketched = sketch
   }
 
@@ -123,6 +126,16 @@ private[localagg] class FlushingAggregationIterator(
   private[this] val rowsPerShuffleBucket =
     shuffleKeyOf.map(_ => new Array[Long](1 << ShuffleBucketBits)).orNull
 
+  /**
+   * While rows pass through around kept keys, until `capacity` rows were probed (`onTrial`): the
+   * rows probed, those merged into the kept keys, and the share of their batch's rows the kept
+   * keys held.
+   */
+  private[this] var onTrial = false
+  private[this] var probed = 0L
+  private[this] var hits = 0L
+  private[this] var keptShare = 0.0
+
   /** Entries being emitted by a flush (or at the end of the input). */
   private[this] var draining: GroupingKeyMap.Cursor[Entry] = null
   private[this] var finished = false
@@ -142,6 +155,7 @@ private[localagg] class FlushingAggregationIterator(
       processRow(entry.buffer, row)
       entry.rows += 1
       rowsSinceFlush += 1
+      if (onTrial) { probed += 1; hits += 1 }
       true
     } else if (learning && map.size < capacity) {
       val e = new Entry(newBuffer())
@@ -160,6 +174,7 @@ private[localagg] class FlushingAggregationIterator(
       flush(passThroughNext)
       offer(row)
     } else {
+      if (onTrial) probed += 1
       false
     }
   }
@@ -172,6 +187,26 @@ private[localagg] class FlushingAggregationIterator(
       flush(passThroughNext = false) // the heavy keys' buffers, then learn afresh
       learning = true
       relearning = true
+    } else if (onTrial && probed >= capacity) {
+      judgeKeptKeys()
+    }
+  }
+
+  /**
+   * Ends the kept keys' trial: when the rows probed since merged into them at less than
+   * `KeptKeysMinHitShare` (half) of the share of rows they held in the batch that kept them (a hot
+   * shuffle key spread over many more values than the batch saw, each rarely seen again), their
+   * buffers are emitted and rows pass through without a probe until the next learning.
+   */
+  private def judgeKeptKeys(): Unit = {
+    onTrial = false
+    if (hits < KeptKeysMinHitShare * keptShare * probed) {
+      keptKeysDropped += 1
+      flushes += 1
+      val emitted = map
+      map = newMap(0)
+      rowsSinceFlush = 0
+      draining = emitted.cursor()
     }
   }
 
@@ -215,6 +250,7 @@ private[localagg] class FlushingAggregationIterator(
     countInto(sketch, metrics)
     map = newMap(capacity)
     learning = true
+    onTrial = false
     rowsSinceFlush = 0
     rowsUntilLearning = 0
     relearning = LearnedReductions.passedThrough(run)
@@ -313,19 +349,24 @@ private[localagg] class FlushingAggregationIterator(
     if (passThroughNext) {
       val heavy = heavyThreshold
       val heavyBucket = heavyShuffleBucketRows(emitted)
-      def heavyKeys(add: UnsafeRow => Unit): Unit = {
+      def heavyKeys(add: Entry => UnsafeRow => Unit): Unit = {
         val c = emitted.cursor()
         while (c.advance()) {
           if (c.value.rows >= heavy || !heavyBucket.isInfinite &&
             rowsPerShuffleBucket(shuffleBucket(c.key)) >= heavyBucket) {
-            add(c.key)
+            add(c.value)(c.key)
           }
         }
       }
       var count = 0
-      heavyKeys(_ => count += 1)
+      var keptRows = 0L
+      heavyKeys(e => _ => { count += 1; keptRows += e.rows })
       map = newMap(count)
-      heavyKeys(key => map.putKey(key, new Entry(newBuffer())))
+      heavyKeys(_ => key => map.putKey(key, new Entry(newBuffer())))
+      onTrial = count > 0
+      probed = 0L
+      hits = 0L
+      keptShare = keptRows.toDouble / math.max(1L, rowsSinceFlush)
       learning = false
       rowsUntilLearning = relearnAfter
       relearnAfter = math.min(RelearnGrowth * relearnAfter, MaxRelearnCapacities * capacity)
@@ -334,6 +375,7 @@ private[localagg] class FlushingAggregationIterator(
         relearnAfter = FirstRelearnCapacities * capacity
         relearning = false
       }
+      onTrial = false
       map = newMap(capacity)
     }
     rowsSinceFlush = 0

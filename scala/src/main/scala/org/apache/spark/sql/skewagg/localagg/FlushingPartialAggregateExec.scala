@@ -46,6 +46,11 @@ import org.apache.spark.sql.types.{
  * buckets (no allocation per key); a bucket is heavy when it holds at least `HeavyFactor` times
  * the batch's mean rows per bucket used.
  *
+ * Kept keys are on trial: when the first `capacity` rows probed after a batch kept them merged into
+ * them at less than `KeptKeysMinHitShare` (half) of the share of rows they held in that batch (a
+ * hot shuffle key spread over many more values than the batch saw: each kept value is rarely seen
+ * again), their buffers are emitted and rows pass through without a probe until the next learning.
+ *
  * Relearning decides early, at a quarter of the map (`EarlyDecisionFraction`, when that is at least
  * `EarlyDecisionMinKeys` = 1024 keys), when the keys other than the heavy ones merged fewer than
  * `1 + (minReduction - 1) / EarlyReductionDivisor` (10) rows per key: for uniform keys such a
@@ -89,7 +94,10 @@ case class FlushingPartialAggregateExec(
     "numPassedThrough" -> SQLMetrics.createMetric(
       sparkContext,
       "rows passed through (reduction too low)"),
-    "numLearnedRows" -> SQLMetrics.createMetric(sparkContext, "rows merged while learning"))
+    "numLearnedRows" -> SQLMetrics.createMetric(sparkContext, "rows merged while learning"),
+    "numKeptKeysDropped" -> SQLMetrics.createMetric(
+      sparkContext,
+      "kept keys dropped (merged too few rows)"))
 
   /** The sketch of the keys emitted, with `sketchKeys` (registered when first read: driver). */
   @transient lazy val emittedKeys: Option[DistinctHashes] = if (!sketchKeys) None
@@ -120,7 +128,8 @@ case class FlushingPartialAggregateExec(
     longMetric("numOutputRows"),
     longMetric("numFlushes"),
     longMetric("numPassedThrough"),
-    longMetric("numLearnedRows"))
+    longMetric("numLearnedRows"),
+    longMetric("numKeptKeysDropped"))
 
   /**
    * A task's state, over `input` when pulled (without code generation). `sketch` (null without
@@ -294,6 +303,12 @@ object FlushingPartialAggregateExec {
 
   /** A key (or shuffle-key bucket) is heavy with at least this many times the mean rows. */
   private[localagg] val HeavyFactor = 8.0
+
+  /**
+   * Kept keys stay while the first `capacity` rows probed after merge into them at least this
+   * fraction of the share of rows they held in the batch that kept them.
+   */
+  private[localagg] val KeptKeysMinHitShare = 0.5
 
   /** Rows passed through before the first relearning, in map capacities. */
   private[localagg] val FirstRelearnCapacities = 16L

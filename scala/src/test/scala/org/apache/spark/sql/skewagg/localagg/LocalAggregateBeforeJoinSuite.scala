@@ -524,6 +524,29 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase with SpreadOverBuil
       assert(op.simpleString(10).contains("heavy by [k]"), op.simpleString(10))
       // 140,000 unique rows pass through. Tried: 141,202 rows out; without judging by k, 198,660.
       assert(metric(op, "numOutputRows") < 160000, op.metrics)
+      // The 300 (0, x) kept merge the hot key's rows that follow: they stay.
+      assert(metric(op, "numKeptKeysDropped") == 0, op.metrics)
+    }
+  }
+
+  test("without the hint, DISTINCT: a hot join key over more values than a batch sees passes") {
+    // 30% of rows on k = 0, each with a value of x of its own: k = 0 is heavy in every batch, so
+    // its (0, x) are kept, but none is seen again. Their trial drops them, and rows pass through
+    // without a probe.
+    val d = differential(
+      s =>
+        s.range(0, 200000, 1, 1)
+          .select(when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
+            col("id").as("x"))
+          .join(s.range(0, 200001).select(col("id").as("k"), (col("id") % 10).as("attr")), "k")
+          .groupBy("k").agg(countDistinct("x")),
+      conf :+ (SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096"): _*)
+    assertLocal(d)
+    for (adaptive <- Seq(false, true)) {
+      val Seq(op) = flushing(d, adaptive)
+      assert(op.simpleString(10).contains("heavy by [k]"), op.simpleString(10))
+      assert(metric(op, "numKeptKeysDropped") > 0, op.metrics)
+      assert(metric(op, "numOutputRows") >= 200000, op.metrics)
     }
   }
 
