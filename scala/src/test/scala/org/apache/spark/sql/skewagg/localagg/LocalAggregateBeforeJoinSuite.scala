@@ -536,7 +536,8 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase with SpreadOverBuil
     val d = differential(
       s =>
         s.range(0, 200000, 1, 1)
-          .select(when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
+          .select(
+            when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
             col("id").as("x"))
           .join(s.range(0, 200001).select(col("id").as("k"), (col("id") % 10).as("attr")), "k")
           .groupBy("k").agg(countDistinct("x")),
