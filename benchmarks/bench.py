@@ -462,6 +462,10 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--default-plan", action="store_true",
                         help="only vanilla and skewagg's default plan (and the demo's SKEW_AGG "
                         "plan), into their own section of docs/benchmarks.md and results file")
+    parser.add_argument("--event-log", metavar="DIR",
+                        help="write the session's Spark event log into DIR, each run's SQL "
+                        "execution described as 'SCENARIO DATA VARIANT' (the advisor's check, "
+                        "benchmarks/advise_check.py); no results or docs are written")
     args = parser.parse_args(argv)
     scenarios = args.scenarios.split(",")
     mixed = [s for s in scenarios if s in HOLISTIC] and [s for s in scenarios if s not in HOLISTIC]
@@ -483,6 +487,10 @@ def main(argv: List[str] | None = None) -> int:
                # Executor metrics (JVM heap peak per task) sampled every 100 ms, not per heartbeat.
                .config("spark.executor.metrics.pollingInterval", "100ms")
                .config("spark.sql.warehouse.dir", str(WORK / "warehouse")))
+    if args.event_log:
+        Path(args.event_log).mkdir(parents=True, exist_ok=True)
+        builder = builder.config("spark.eventLog.enabled", "true") \
+            .config("spark.eventLog.dir", str(Path(args.event_log).resolve()))
     spark = skewagg.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     for key, value in BASE_CONF.items():
@@ -520,11 +528,13 @@ def main(argv: List[str] | None = None) -> int:
             runs: Dict[str, List[dict]] = {v: [] for v in variants}
             # Warm-up: file listing, and each variant's code JIT-compiled.
             for variant in variants * args.warmups:
+                spark.sparkContext.setJobDescription(f"{scenario} {data} {variant} warm-up")
                 run_once(spark, recorder, variant, queries)
             for repeat in range(args.repeats):
                 # Rotate the order so no variant always follows the same one.
                 shift = repeat % len(variants)
                 for variant in variants[shift:] + variants[:shift]:
+                    spark.sparkContext.setJobDescription(f"{scenario} {data} {variant}")
                     runs[variant].append(run_once(spark, recorder, variant, queries))
             reference = runs[variants[0]][0]["checksum"]
             for variant in variants:
@@ -545,6 +555,9 @@ def main(argv: List[str] | None = None) -> int:
                 results.append(entry)
                 print(json.dumps(entry), flush=True)
     spark.stop()
+    if args.event_log:
+        print(f"wrote the event log into {args.event_log}")
+        return 0
 
     report = {
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
