@@ -255,3 +255,46 @@ def test_distinct_over_a_hot_key_is_split_in_rows(distinct_logs: Dict[str, Path]
 def test_distinct_on_uniform_data_reports_nothing(distinct_logs: Dict[str, Path]) -> None:
     result = advise(str(distinct_logs["uniform"]), task_slots=64, conf=DISTINCT)
     assert not result.errors and result.stages == [], str(result)
+
+
+def _bucketed_log(path: Path, records: List[int]) -> None:
+    """A log of one bucketed aggregate's stage, one task per bucket reading ``records`` rows, each
+    task's "bytes read" 5 KB (as Parquet's vectorized reader can report); the scan's files hold
+    100 MB ("size of files read", a metric the driver sets)."""
+    scan = {"nodeName": "Scan parquet default.t", "simpleString": "FileScan parquet default.t",
+            "metadata": {"Bucketed": "true"},
+            "metrics": [{"name": "size of files read", "accumulatorId": 7},
+                        {"name": "number of output rows", "accumulatorId": 8}], "children": []}
+    plan = {"nodeName": "HashAggregate", "simpleString": "HashAggregate(keys=[k], "
+            "functions=[sum(v)])", "metrics": [{"name": "number of output rows",
+                                                "accumulatorId": 9}], "children": [scan]}
+    events: List[dict] = [
+        {"Event": "SparkListenerApplicationStart", "App ID": "app-1", "App Name": "bucketed"},
+        {"Event": "SparkListenerExecutorAdded", "Executor ID": "1",
+         "Executor Info": {"Total Cores": 2}},
+        {"Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart",
+         "executionId": 0, "description": "bucketed", "sparkPlanInfo": plan},
+        {"Event": "org.apache.spark.sql.execution.ui.SparkListenerDriverAccumUpdates",
+         "executionId": 0, "accumUpdates": [[7, 100 << 20]]},
+        {"Event": "SparkListenerJobStart", "Stage IDs": [0],
+         "Properties": {"spark.sql.execution.id": "0"}}]
+    for i, n in enumerate(records):
+        events.append({"Event": "SparkListenerTaskEnd", "Stage ID": 0, "Stage Attempt ID": 0,
+                       "Task End Reason": {"Reason": "Success"},
+                       "Task Info": {"Index": i, "Launch Time": 0, "Finish Time": n // 1000,
+                                     "Accumulables": [{"ID": 8, "Update": n},
+                                                      {"ID": 9, "Update": 100}]},
+                       "Task Metrics": {"Input Metrics": {"Bytes Read": 5000,
+                                                          "Records Read": n}}})
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+
+
+def test_buckets_weighed_by_the_size_of_the_files_the_scan_read(tmp_path: Path) -> None:
+    """A bucketed scan's tasks are weighed as the rules weigh buckets, by their files: the scan's
+    "size of files read" shared by the records each task read, not the tasks' own bytes read."""
+    log = tmp_path / "local-1"
+    _bucketed_log(log, [200_000] * 63 + [6_000_000])
+    [stage] = advise(str(log), task_slots=64).stages
+    assert stage.operator == "aggregate over a bucketed scan"
+    assert stage.rewrite and "SplitSkewedBucketsBelowAggregate" in stage.rewrite, stage.decision
+    assert stage.sizes[-1] == round((100 << 20) * 6_000_000 / (63 * 200_000 + 6_000_000))

@@ -832,6 +832,20 @@ def _measures(app: Application, execution: Execution, stage: Stage, plan: _Stage
     return _Measures(vanilla, local, scale)
 
 
+def _bucket_bytes(execution: Execution, plan: _StagePlan, records: List[int]) -> List[int]:
+    """The bytes of the buckets each task read, as the rules weigh buckets (their files' sizes):
+    the bucketed scan's "size of files read" (a metric the driver sets) shared in proportion to
+    the records each task read. The tasks' own "bytes read" can miss most of a Parquet read.
+    Empty where the log has no such size."""
+    scans = [n for n in _below(plan.top) if n.name.startswith("Scan")] if plan.top else []
+    accs = [a for n in scans for a, name in n.metrics.items() if name == "size of files read"]
+    size = sum(execution.driver_metrics.get(a, 0) for a in accs)
+    total = sum(records)
+    if size <= 0 or total <= 0:
+        return []
+    return [round(size * r / total) for r in records]
+
+
 def _advise_stage(app: Application, execution: Execution, stage: Stage, settings: SkewSettings,
                   slots: int) -> Optional[Tuple[StageAdvice, _Decision]]:
     plan = _stage_plan(execution, stage)
@@ -846,8 +860,9 @@ def _advise_stage(app: Application, execution: Execution, stage: Stage, settings
             candidates.append(([t.shuffle_bytes for t in tasks],
                                [t.shuffle_records for t in tasks], None))
         elif plan.kind.endswith("-bucketed"):
-            candidates.append(([t.input_bytes for t in tasks], [t.input_records for t in tasks],
-                               None))
+            records = [t.input_records for t in tasks]
+            candidates.append((_bucket_bytes(execution, plan, records)
+                               or [t.input_bytes for t in tasks], records, None))
     if not candidates or len(tasks) < 2:
         return None
     sizes, rows, exchange = max(candidates, key=lambda c: max(c[0]))

@@ -330,6 +330,8 @@ class Execution:
     description: str
     plans: List[PlanNode] = field(default_factory=list)  # the start's, then adaptive updates
     stage_ids: List[int] = field(default_factory=list)
+    # SQL metrics the driver set (a scan's files and their size): accumulator id -> last value
+    driver_metrics: Dict[int, int] = field(default_factory=dict)
 
     @property
     def final_plan(self) -> Optional[PlanNode]:
@@ -364,6 +366,7 @@ class Application:
 
 _SQL_START = "SparkListenerSQLExecutionStart"
 _SQL_UPDATE = "SparkListenerSQLAdaptiveExecutionUpdate"
+_DRIVER_ACCUMS = "SparkListenerDriverAccumUpdates"
 
 
 def _int(value: Any) -> int:
@@ -445,6 +448,12 @@ def _apply(app: Application, alive: Dict[str, int], kind: str, event: Dict[str, 
         if event.get("sparkPlanInfo"):
             app.executions.setdefault(eid, Execution(eid, "")).plans.append(
                 PlanNode.of(event["sparkPlanInfo"]))
+    elif kind == _DRIVER_ACCUMS:
+        eid = _int(event.get("executionId"))
+        execution = app.executions.setdefault(eid, Execution(eid, ""))
+        for update in event.get("accumUpdates") or []:
+            if isinstance(update, list) and len(update) == 2:
+                execution.driver_metrics[_int(update[0])] = _int(update[1])
     elif kind == "SparkListenerJobStart":
         eid = (event.get("Properties") or {}).get(EXECUTION_ID)
         if eid is not None and str(eid).lstrip("-").isdigit():
