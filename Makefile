@@ -14,7 +14,7 @@ SBT_PROJECT := spark$(subst .,,$(SPARK_LINE))
 WITH_JDK17 = JAVA_HOME="$$(build/require-jdk17)" && export JAVA_HOME && export PATH="$$JAVA_HOME/bin:$$PATH" &&
 
 .PHONY: help setup setup-lines jar wheel check-wheel test test-full lint format test-scala \
-  test-python test-line demo bench bench-default fuzz docs clean
+  test-python test-line demo bench bench-default advise-check fuzz docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -104,6 +104,14 @@ bench: setup ## benchmark suite (20M rows ~70 min with the window scenarios, the
 
 bench-default: setup ## skewagg's default plan against vanilla in every local-global scenario, paired runs in both orders (20M rows, 4 repeats ~60 min, 2 cores)
 	$(WITH_JDK17) $(PY) benchmarks/bench.py --default-plan --repeats 4 $(BENCH_ARGS)
+
+# The scenarios skewagg rewrites, for the advisor's check.
+ADVISE_SCENARIOS ?= join,repartition,bucketed,subset-key,distinct,distinct-many,distinct-many-repartition,window-sum,window-row-number
+advise-check: setup ## the event-log advisor against the benchmark: vanilla, skewagg and skewagg@64 runs with event logs (~45 min, 2 cores), then its estimates beside the makespans measured (benchmarks/advise_check.py)
+	rm -rf benchmarks/work/eventlogs
+	$(WITH_JDK17) $(PY) benchmarks/bench.py --variants vanilla,skewagg,skewagg@64 --repeats 1 \
+	  --event-log benchmarks/work/eventlogs --scenarios $(ADVISE_SCENARIOS)
+	$(PY) benchmarks/advise_check.py benchmarks/work/eventlogs
 
 SEED ?= 1
 CASES ?= 500
