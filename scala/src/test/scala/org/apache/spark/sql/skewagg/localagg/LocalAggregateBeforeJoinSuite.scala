@@ -508,20 +508,31 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase with SpreadOverBuil
         .groupBy("k", "attr").agg(countDistinct("i"), sum_distinct(col("d"))).hint("skew_agg")))
   }
 
-  test("without the hint, DISTINCT: a hot join key spread over many DISTINCT values is merged") {
-    // The deduplication groups by (k, x) and the join shuffles on k: 30% of rows on k = 0,
-    // spread over 300 values of x, the others unique. No (0, x) is heavy alone in a 4096-key
-    // batch; k = 0 is, so the (0, x) stay in the map.
+  /**
+   * The flushing deduplications (adaptive execution off, then on) of `countDistinct(x)` by `k`
+   * over `rows` joined on `k`, with a map of 4096 keys: rewritten, judged by the join key.
+   */
+  private def distinctAfterJoin(
+      rows: SparkSession => DataFrame): Seq[FlushingPartialAggregateExec] = {
     val d = differential(
       s =>
-        hotKeySpreadOverX(s)
+        rows(s)
           .join(s.range(0, 200001).select(col("id").as("k"), (col("id") % 10).as("attr")), "k")
           .groupBy("k").agg(countDistinct("x")),
       conf :+ (SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096"): _*)
     assertLocal(d)
-    for (adaptive <- Seq(false, true)) {
+    for (adaptive <- Seq(false, true)) yield {
       val Seq(op) = flushing(d, adaptive)
       assert(op.simpleString(10).contains("heavy by [k]"), op.simpleString(10))
+      op
+    }
+  }
+
+  test("without the hint, DISTINCT: a hot join key spread over many DISTINCT values is merged") {
+    // The deduplication groups by (k, x) and the join shuffles on k: 30% of rows on k = 0,
+    // spread over 300 values of x, the others unique. No (0, x) is heavy alone in a 4096-key
+    // batch; k = 0 is, so the (0, x) stay in the map.
+    for (op <- distinctAfterJoin(hotKeySpreadOverX)) {
       // 140,000 unique rows pass through. Tried: 141,202 rows out; without judging by k, 198,660.
       assert(metric(op, "numOutputRows") < 160000, op.metrics)
       // The 300 (0, x) kept merge the hot key's rows that follow: they stay.
@@ -533,19 +544,11 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase with SpreadOverBuil
     // 30% of rows on k = 0, each with a value of x of its own: k = 0 is heavy in every batch, so
     // its (0, x) are kept, but none is seen again. Their trial drops them, and rows pass through
     // without a probe.
-    val d = differential(
-      s =>
-        s.range(0, 200000, 1, 1)
-          .select(
-            when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
-            col("id").as("x"))
-          .join(s.range(0, 200001).select(col("id").as("k"), (col("id") % 10).as("attr")), "k")
-          .groupBy("k").agg(countDistinct("x")),
-      conf :+ (SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096"): _*)
-    assertLocal(d)
-    for (adaptive <- Seq(false, true)) {
-      val Seq(op) = flushing(d, adaptive)
-      assert(op.simpleString(10).contains("heavy by [k]"), op.simpleString(10))
+    val ops = distinctAfterJoin(
+      _.range(0, 200000, 1, 1).select(
+        when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
+        col("id").as("x")))
+    for (op <- ops) {
       assert(metric(op, "numKeptKeysDropped") > 0, op.metrics)
       assert(metric(op, "numOutputRows") >= 200000, op.metrics)
     }
