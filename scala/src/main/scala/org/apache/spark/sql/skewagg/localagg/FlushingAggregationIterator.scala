@@ -349,20 +349,20 @@ private[localagg] class FlushingAggregationIterator(
     if (passThroughNext) {
       val heavy = heavyThreshold
       val heavyBucket = heavyShuffleBucketRows(emitted)
-      def heavyKeys(add: Entry => UnsafeRow => Unit): Unit = {
+      def heavyKeys(add: (UnsafeRow, Entry) => Unit): Unit = {
         val c = emitted.cursor()
         while (c.advance()) {
           if (c.value.rows >= heavy || !heavyBucket.isInfinite &&
             rowsPerShuffleBucket(shuffleBucket(c.key)) >= heavyBucket) {
-            add(c.value)(c.key)
+            add(c.key, c.value)
           }
         }
       }
       var count = 0
       var keptRows = 0L
-      heavyKeys(e => _ => { count += 1; keptRows += e.rows })
+      heavyKeys((_, e) => { count += 1; keptRows += e.rows })
       map = newMap(count)
-      heavyKeys(_ => key => map.putKey(key, new Entry(newBuffer())))
+      heavyKeys((key, _) => map.putKey(key, new Entry(newBuffer())))
       onTrial = count > 0
       probed = 0L
       hits = 0L
