@@ -63,6 +63,7 @@ def test_defaults_are_the_generated_ones() -> None:
     settings = SkewSettings.of()
     assert settings.floor == 16 << 20 and settings.factor == 5.0
     assert settings.window_min_rows == settings.single_key_min_rows == 1_000_000
+    assert settings.local_capacity == 16384 and settings.min_merge_reduction == 3.0
 
 
 def test_bad_settings_name_the_key() -> None:
@@ -70,3 +71,5 @@ def test_bad_settings_name_the_key() -> None:
         SkewSettings.of({"spark.skewagg.skew.factor": "0.5"})
     with pytest.raises(SkewAggError, match="spark.skewagg.skew.taskSlots"):
         SkewSettings.of({"spark.skewagg.skew.taskSlots": "many"})
+    with pytest.raises(SkewAggError, match="spark.skewagg.localAggregate.minMergeReduction"):
+        SkewSettings.of({"spark.skewagg.localAggregate.minMergeReduction": "0.9"})

@@ -14,13 +14,16 @@ skewagg would leave them alone.
 The operator is found through the plan: the SQL metrics of a plan node (``sparkPlanInfo``, at the
 execution's start and at each adaptive update) are accumulators, and the accumulators a stage's
 tasks updated name the nodes that ran in it. Makespans are estimates from the measured task
-times: a stage's tasks list-scheduled in task order onto the slots (:func:`skewagg.tasktimes.
-makespan`); with skewagg, each skewed task's time spread over the pieces the rewrite would make
-of it (time in proportion to bytes read), and, where skewagg aggregates before the shuffle, each
-task's time beyond the stage's shortest scaled by the rows it would read after that aggregate
-(:func:`_after_local`, an estimate) over the rows it read, or the skewed task taking the stage's
-median time where the log does not count the groups; the map tasks' aggregation and the exchanges
-skewagg adds are not counted. A query's makespan is the sum of its stages'.
+times (:func:`_estimate`): a stage's tasks list-scheduled in task order onto the slots
+(:func:`skewagg.tasktimes.makespan`), every task costing at least the stage's shortest; with
+skewagg, each skewed task's pieces taking that plus an even share of the rest of its time (time in
+proportion to bytes read; a bucketed scan's and a DISTINCT's pieces in stages of their own), and,
+where skewagg aggregates before the shuffle, each task's time beyond the shortest scaled by the
+rows its operators would read after that aggregate (:func:`_after_local`, an estimate; after a
+join, the merge after its shuffle where skewagg would keep it, :func:`_reduce_work`) over the
+rows they read, or the skewed task taking the stage's median time where the log does not count
+the groups; the map tasks' aggregation and the partial results' exchanges are not counted. A
+query's makespan is the sum of its stages'.
 
 Below an aggregate grouping by more than the shuffle's keys (a DISTINCT's first step) the split
 rules test the shuffle in rows (``GroupsBeyondShuffleKeys``), and so does this module
@@ -548,6 +551,12 @@ class _Decision:
     # take the stage's median time.
     scale: Dict[int, float] = field(default_factory=dict)
     hot: List[int] = field(default_factory=list)
+    # The split tasks' pieces run in a stage of their own before the others, where each split
+    # task leaves one task merging its pieces' partial results (a bucketed scan's split).
+    pieces_first: bool = False
+    # The pieces' rows are then exchanged on all the grouping keys and regrouped apart, in a
+    # stage of as many tasks (a DISTINCT's split).
+    regrouped: bool = False
 
 
 @dataclass
@@ -555,8 +564,8 @@ class _Measures:
     """The shuffle a split rule would test, as it would test it: ``vanilla`` (the shuffle the log
     measured: in rows where the first step groups beyond its keys, else in bytes), ``local`` (the
     same shuffle after skewagg's local aggregate or deduplication before it, estimated; None
-    where the log does not count the first step's groups), and ``scale``, each task's rows after
-    that local aggregate over its rows read."""
+    where the log does not count the first step's groups), and ``scale``, each task's work with
+    that local aggregate over its work without (:func:`_reduce_work`)."""
 
     vanilla: RowsMeasure
     local: Optional[RowsMeasure] = None
@@ -574,7 +583,7 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
         piece = m.split_size(s)
         return piece, {i: min(cap, math.ceil(m.bytes[i] / piece)) for i, _ in m.found.skewed}
 
-    def split(rewrite: str, cap: int) -> _Decision:
+    def split(rewrite: str, cap: int, pieces_first: bool = False) -> _Decision:
         m = measures.vanilla
         if not m.found.skewed:
             return _Decision(None, "left alone: " + _not_skewed(where, m.sizes, m.found, s,
@@ -586,7 +595,8 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
                              f"({SPLIT_SIZE_KEY}) leave it whole. Lower {SPLIT_SIZE_KEY} to "
                              "split it.")
         return _Decision(rewrite, f"would rewrite: {rewrite}: {tested}, read in up to "
-                         f"{max(pieces.values())} pieces of about {_size(piece)}.", pieces)
+                         f"{max(pieces.values())} pieces of about {_size(piece)}.", pieces,
+                         pieces_first=pieces_first)
 
     def local(rewrite: str, dedup: bool = False) -> _Decision:
         reach = ("one row per value and upstream task" if dedup else "one row per upstream task")
@@ -616,7 +626,7 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
         return _Decision(rewrite, f"would rewrite: {rewrite}: {skew}; {after}, {tested}, read "
                          f"in up to {max(pieces.values())} pieces of about {_size(piece)}.",
                          pieces, local=True, scale=measures.scale,
-                         hot=[i for i, _ in bare.skewed])
+                         hot=[i for i, _ in bare.skewed], pieces_first=True, regrouped=True)
 
     def hot_key(rewrite: str, min_rows: int, min_key: str, max_splits: int,
                 needs_floor: bool) -> _Decision:
@@ -680,7 +690,7 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
                      map_tasks)
     if kind.endswith("-bucketed"):
         return split("skewed buckets read unbucketed (SplitSkewedBucketsBelowAggregate)",
-                     1 << 30)
+                     1 << 30, pieces_first=True)
     if kind == "holistic":
         functions = {_name(f) for f in _functions(plan.top.desc if plan.top else "")}
         if functions - SPLIT_HOLISTIC:
@@ -704,16 +714,21 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
 
 
 def _estimate(durations: List[int], decision: _Decision, slots: int) -> float:
-    """The stage's makespan with ``decision``. Where skewagg aggregates before the shuffle, a task
-    takes the stage's shortest task time (what every task costs) plus the rest of its time
-    scaled by the rows it would read over the rows it read (reduce-side work in proportion to
-    rows read), or the stage's median time where the rows are unknown; a split task's time is
-    then divided evenly among its pieces."""
+    """The stage's makespan with ``decision``. Every task costs at least the stage's shortest
+    task time (what any task costs). Where skewagg aggregates before the shuffle, a task takes
+    that plus the rest of its time scaled by its work with skewagg over its work without
+    (reduce-side work in proportion to the rows its operators read, :func:`_reduce_work`), or the
+    stage's median time where the rows are unknown. A split task's pieces take that shortest time
+    each plus an even share of the rest of its time; where the pieces run in a stage of their own
+    (``pieces_first``), the split task leaves a task of the shortest time in this one, and where
+    their rows are regrouped (``regrouped``), a stage of the pieces' times again (at most what
+    they read: the regrouping reads what their aggregation left)."""
     if not decision.rewrite or not durations:
         return makespan(durations, slots)
     median = statistics.median(durations)
-    fastest = min(durations)
+    fastest = float(min(durations))
     tasks: List[float] = []
+    pieces: List[float] = []
     for i, d in enumerate(durations):
         t = float(d)
         if decision.local and decision.scale:
@@ -721,8 +736,15 @@ def _estimate(durations: List[int], decision: _Decision, slots: int) -> float:
         elif decision.local and i in decision.hot:
             t = min(t, median)
         k = decision.pieces.get(i, 1)
-        tasks += [t / k] * k
-    return makespan(tasks, slots)
+        if k == 1:
+            tasks.append(t)
+        elif decision.pieces_first:
+            pieces += [fastest + (t - fastest) / k] * k
+            tasks.append(fastest)
+        else:
+            tasks += [fastest + (t - fastest) / k] * k
+    apart = makespan(pieces, slots) if pieces else 0.0
+    return makespan(tasks, slots) + apart * (2 if decision.regrouped else 1)
 
 
 def _writer(app: Application, execution: Execution, exchange: PlanNode) -> Optional[Stage]:
@@ -781,15 +803,25 @@ def _written(writer: Optional[Stage], exchange: Optional[PlanNode], name: str) -
     return sum(t.updates.get(a, 0) for t in writer.tasks for a in accs)
 
 
-def _after_local(read: int, groups: int, map_tasks: int, capacity: int) -> int:
+def _after_local(read: int, groups: int, map_tasks: int, capacity: int,
+                 typical: Tuple[float, float] = (0, 0)) -> int:
     """The rows a reduce task would read after each map task merged its own rows by group: a
     partition of ``groups`` groups whose ``read`` rows fall at random over ``map_tasks`` map tasks
     leaves each map task the groups it saw, ``M G (1 - exp(-R / (M G)))`` in all (a hot key's
     rows become one row per map task; groups seen once per map task stay), between ``groups``
     and ``read``. A partition of more groups than the flushing aggregate's map holds
     (``capacity``, spark.skewagg.localAggregate.capacity) keeps its ``read`` rows: a hot key
-    spread over more values than a batch sees is passed through. An estimate: the log counts
-    neither the groups per map task nor how the rows were spread."""
+    spread over more values than a batch sees is passed through. A partition of more rows than
+    the ``typical`` one's (rows, groups: the stage's medians) is taken as that typical part plus
+    its hot part, the rows beyond it over the groups beyond it (at least one: a hot key), each
+    estimated so. An estimate: the log counts neither the groups per map task nor how the rows
+    were spread."""
+    typical_read, typical_groups = typical
+    if 0 < typical_read < read and 0 < typical_groups:
+        base_read, base_groups = int(typical_read), int(min(groups, typical_groups))
+        return (_after_local(base_read, base_groups, map_tasks, capacity)
+                + _after_local(read - base_read, max(1, groups - base_groups), map_tasks,
+                               capacity))
     if groups <= 0 or read <= 0 or map_tasks <= 0 or groups > capacity:
         return read
     slots = map_tasks * groups
@@ -820,16 +852,33 @@ def _measures(app: Application, execution: Execution, stage: Stage, plan: _Stage
     groups = _output_rows(stage, plan.first)
     if not any(groups) or len(groups) != len(rows):
         return _Measures(vanilla)
-    after = [_after_local(r, g, len(writer.tasks), settings.local_capacity)
+    typical = (statistics.median(rows), statistics.median(groups))
+    after = [_after_local(r, g, len(writer.tasks), settings.local_capacity, typical)
              for r, g in zip(rows, groups)]
-    scale = {i: a / r for i, (a, r) in enumerate(zip(after, rows)) if r > 0}
+    shrunk = {i: a / r for i, (a, r) in enumerate(zip(after, rows)) if r > 0}
     # The shuffle after the local aggregate: each partition's bytes and the shuffle's records
     # and data size shrunk with its rows.
     kept = sum(after) / max(sum(rows), 1)
-    local_bytes = [round(b * scale.get(i, 1.0)) for i, b in enumerate(sizes)]
+    local_bytes = [round(b * shrunk.get(i, 1.0)) for i, b in enumerate(sizes)]
     local = measure_rows(local_bytes, round(records * kept) if in_rows else 0,
                          round(data_size * kept), settings, slots)
-    return _Measures(vanilla, local, scale)
+    # DropUnneededMergeAfterShuffle's test: the partial rows are merged after the join's shuffle
+    # where they are at least minMergeReduction per key.
+    merged = plan.join is not None and sum(after) >= settings.min_merge_reduction * sum(groups)
+    work = {i: _reduce_work(r, a, g, merged)
+            for i, (r, a, g) in enumerate(zip(rows, after, groups)) if r > 0}
+    return _Measures(vanilla, local, work)
+
+
+def _reduce_work(read: int, after: int, groups: int, merged: bool) -> float:
+    """A reduce task's work with skewagg's local aggregate over its work without, counted in rows
+    an operator reads: without, its ``read`` rows; with, the ``after`` rows the local aggregate
+    would leave. Where those are merged after a join's shuffle, vanilla's join and aggregate read
+    ``read`` rows each, skewagg's merge reads ``after`` and its join and final aggregate read the
+    partition's ``groups`` each."""
+    if merged:
+        return min(1.0, (after + 2 * groups) / (2 * read))
+    return after / read
 
 
 def _bucket_bytes(execution: Execution, plan: _StagePlan, records: List[int]) -> List[int]:
@@ -889,17 +938,24 @@ def _advise_stage(app: Application, execution: Execution, stage: Stage, settings
     hows = []
     if decision.local and decision.scale:
         hows.append(f"each task takes the stage's shortest task time plus the rest of its "
-                    f"measured time scaled by the rows it would read after the local aggregate "
-                    f"over the rows it read (the rows each of the {map_tasks} map tasks would "
-                    f"leave of the groups this stage's first aggregate found, an estimate); the "
+                    f"measured time scaled by the rows its operators would read after the local "
+                    f"aggregate over the rows they read (the rows each of the {map_tasks} map "
+                    f"tasks would leave of the groups this stage's first aggregate found, an "
+                    f"estimate; after a join, merged after its shuffle where skewagg would "
+                    f"merge them, then joined and aggregated as groups); the "
                     f"map tasks' times as measured (their aggregation is not counted)")
     elif decision.local:
         hows.append("the skewed task's measured time replaced by the stage's median task time "
                     "(the hot key's rows merged before the shuffle; the map tasks' extra work "
                     "is not counted)")
     if decision.pieces and decision.rewrite:
-        hows.append("each skewed task's time divided evenly among its pieces (time in "
-                    "proportion to bytes read); the exchanges skewagg adds are not counted")
+        hows.append("each skewed task's pieces taking the stage's shortest task time plus an "
+                    "even share of the rest of its time (time in proportion to bytes read)"
+                    + ("; the pieces in a stage of their own before the others"
+                       if decision.pieces_first else "")
+                    + ("; their rows regrouped on all the grouping keys in a stage of as many "
+                       "tasks, each as long as a piece" if decision.regrouped else "")
+                    + "; the other exchanges skewagg adds are not counted")
     how = "; ".join(hows)
     estimate = (f"tasks list-scheduled in task order on {slots} slots; {how}" if how else "")
     advice = StageAdvice(

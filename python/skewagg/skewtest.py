@@ -40,6 +40,7 @@ SINGLE_KEY_MAX_SPLITS_KEY = "spark.skewagg.singleKey.split.maxSplits"
 WINDOW_MIN_ROWS_KEY = "spark.skewagg.window.split.minKeyRows"
 WINDOW_MAX_SPLITS_KEY = "spark.skewagg.window.split.maxSplits"
 LOCAL_CAPACITY_KEY = "spark.skewagg.localAggregate.capacity"
+MIN_MERGE_REDUCTION_KEY = "spark.skewagg.localAggregate.minMergeReduction"
 
 SETTINGS_FILE = Path(__file__).resolve().parent / "skew_settings.json"
 
@@ -77,6 +78,7 @@ class SkewSettings:
     window_min_rows: int = 1
     window_max_splits: int = 2
     local_capacity: int = 16384
+    min_merge_reduction: float = 3.0
 
     @staticmethod
     def of(conf: Optional[Mapping[str, str]] = None) -> "SkewSettings":
@@ -92,18 +94,24 @@ class SkewSettings:
                 raise SkewAggError(f"{key}={values[key]!r} is not an integer") from None
             if integers[key] < 0:
                 raise SkewAggError(f"{key}={values[key]} must not be negative")
-        try:
-            factor = float(values[SKEW_FACTOR_KEY])
-        except ValueError:
-            factor = 0.0
-        if not factor >= 1.0:
-            raise SkewAggError(f"{SKEW_FACTOR_KEY}={values[SKEW_FACTOR_KEY]!r} must be a number "
-                               f"of at least 1.0")
+        factor, min_merge = (_at_least_one(values, k)
+                             for k in (SKEW_FACTOR_KEY, MIN_MERGE_REDUCTION_KEY))
         return SkewSettings(factor, parse_bytes(values[SKEW_FLOOR_KEY]),
                             parse_bytes(values[SPLIT_SIZE_KEY]), integers[TASK_SLOTS_KEY],
                             integers[SINGLE_KEY_MIN_ROWS_KEY], integers[SINGLE_KEY_MAX_SPLITS_KEY],
                             integers[WINDOW_MIN_ROWS_KEY], integers[WINDOW_MAX_SPLITS_KEY],
-                            integers[LOCAL_CAPACITY_KEY])
+                            integers[LOCAL_CAPACITY_KEY], min_merge)
+
+
+def _at_least_one(values: Mapping[str, str], key: str) -> float:
+    """The setting ``key`` of ``values`` as a number of at least 1.0."""
+    try:
+        number = float(values[key])
+    except ValueError:
+        number = 0.0
+    if not number >= 1.0:
+        raise SkewAggError(f"{key}={values[key]!r} must be a number of at least 1.0")
+    return number
 
 
 @dataclass(frozen=True)
