@@ -33,6 +33,9 @@ VARIANTS = {
     "skewagg": {"spark.skewagg.enabled": "true"},
     "skewagg@64": {"spark.skewagg.enabled": "true", "spark.skewagg.skew.taskSlots": "64"},
     "skewagg+hint": {"spark.skewagg.enabled": "true"},
+    # skewagg without its local aggregate before a join: what that aggregate costs or saves.
+    "skewagg-join-local": {"spark.skewagg.enabled": "true",
+                           "spark.skewagg.join.localAggregate.enabled": "false"},
 }
 
 
