@@ -107,7 +107,7 @@ bench-default: setup ## skewagg's default plan against vanilla in every local-gl
 
 # The scenarios skewagg rewrites, for the advisor's check.
 ADVISE_SCENARIOS ?= join,repartition,bucketed,subset-key,distinct,distinct-many,distinct-many-repartition,window-sum,window-row-number
-advise-check: setup ## the event-log advisor against the benchmark: 3 runs each of vanilla and skewagg@64 with event logs (~45 min, 2 cores), then its estimates beside the makespans measured (benchmarks/advise_check.py)
+advise-check: setup ## the event-log advisor against the benchmark: 3 runs each of vanilla and skewagg@64 with event logs (~25 min, 2 cores), then its estimates beside the makespans measured (benchmarks/advise_check.py)
 	rm -rf benchmarks/work/eventlogs
 	$(WITH_JDK17) $(PY) benchmarks/bench.py --variants vanilla,skewagg@64 --repeats 3 \
 	  --event-log benchmarks/work/eventlogs --scenarios $(ADVISE_SCENARIOS)

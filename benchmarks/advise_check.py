@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import skewagg
 from skewagg.advise import StageAdvice
 from skewagg.eventlog import PlanNode, find_logs, read_application
-from skewagg.tasktimes import makespan
+from skewagg.tasktimes import query_makespan
 
 VARIANTS = ("skewagg@64", "skewagg")
 Run = Tuple[str, str, str]  # scenario, data, variant
@@ -34,12 +34,9 @@ Run = Tuple[str, str, str]  # scenario, data, variant
 OURS = ("SkewAgg", "Flushing", "HotKey", "Split", "Pieces", "(skew=true)")
 
 
-def ours(node: PlanNode) -> Set[str]:
-    """The names of skewagg's operators in the plan under ``node``."""
-    found = {node.name} if any(word in node.name for word in OURS) else set()
-    for child in node.children:
-        found |= ours(child)
-    return found
+def ours(plans: List[PlanNode]) -> Set[str]:
+    """The names of skewagg's operators in ``plans``."""
+    return {n.name for plan in plans for n in plan.walk() if any(w in n.name for w in OURS)}
 
 
 def executions(logs: str,
@@ -55,10 +52,9 @@ def executions(logs: str,
             if len(words) != 3:
                 continue
             key = (words[0], words[1], words[2])
-            stages = [app.last_attempt(s) for s in dict.fromkeys(execution.stage_ids)]
-            runs.setdefault(key, {})[execution.execution_id] = sum(
-                makespan(s.durations_ms, slots) for s in stages if s is not None)
-            operators.setdefault(key, set()).update(*(ours(p) for p in execution.plans))
+            runs.setdefault(key, {})[execution.execution_id] = query_makespan(
+                (s.durations_ms for s in app.stages_of(execution)), slots)
+            operators.setdefault(key, set()).update(ours(execution.plans))
     return runs, operators
 
 

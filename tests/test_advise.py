@@ -306,10 +306,10 @@ def test_reduce_work_after_a_local_aggregate() -> None:
     """A reduce task's work with the local aggregate: its rows after it over its rows read, and
     where the partial rows are merged after a join's shuffle, the merge's rows and the join's and
     final aggregate's groups over the join's and aggregate's rows read."""
-    from skewagg.advise import _after_local, _reduce_work
+    from skewagg.advise import _merged_rows, _reduce_work
 
     # 28,000 rows of 2,000 keys over 64 map tasks: few repeat within a map task.
-    after = _after_local(28_000, 2_000, 64, 16_384)
+    after = _merged_rows(28_000, 2_000, 64, 16_384)
     assert 24_000 < after < 26_000
     assert _reduce_work(28_000, after, 2_000, merged=False) == after / 28_000
     assert _reduce_work(28_000, after, 2_000, merged=True) == pytest.approx(
@@ -327,10 +327,10 @@ def test_a_hot_partition_is_a_typical_one_plus_its_hot_key() -> None:
 
     typical = (75_000.0, 65_000.0)  # rows, groups of the median partition
     # 6M rows more over 1,000 values of the hot key: one row per value and map task at most.
-    few = _after_local(6_075_000, 66_000, 64, 16_384, typical)
+    few = _after_local(6_075_000, 66_000, typical, 64, 16_384)
     assert few == 75_000 + 64 * 1_000  # the typical part's groups are beyond the map: kept
     # Over 100,000 values: more than the map holds, passed through.
-    many = _after_local(6_075_000, 165_000, 64, 16_384, typical)
+    many = _after_local(6_075_000, 165_000, typical, 64, 16_384)
     assert many == 6_075_000
 
 
@@ -340,7 +340,7 @@ def test_split_pieces_cost_the_shortest_task_each() -> None:
     durations = [20] * 8 + [420]
     split = _Decision("split", "", pieces={8: 10})
     assert _estimate(durations, split, 64) == 20 + 400 / 10  # a piece
-    apart = _Decision("split", "", pieces={8: 10}, pieces_first=True)
+    apart = _Decision("split", "", pieces={8: 10}, stages_apart=1)
     assert _estimate(durations, apart, 64) == 20 + 60  # the others, then the pieces' stage
-    regrouped = _Decision("split", "", pieces={8: 10}, pieces_first=True, regrouped=True)
+    regrouped = _Decision("split", "", pieces={8: 10}, stages_apart=2)
     assert _estimate(durations, regrouped, 64) == 20 + 2 * 60

@@ -50,7 +50,7 @@ from skewagg.skewtest import (
     SINGLE_KEY_MIN_ROWS_KEY, SKEW_FACTOR_KEY, SKEW_FLOOR_KEY, SPLIT_SIZE_KEY, TASK_SLOTS_KEY,
     WINDOW_MIN_ROWS_KEY, RowsMeasure, SkewFound, SkewSettings, default_settings, find_skewed,
     measure_rows)
-from skewagg.tasktimes import makespan
+from skewagg.tasktimes import makespan, query_makespan
 
 AGGREGATES = {"HashAggregate", "SortAggregate", "ObjectHashAggregate"}
 JOINS = {"SortMergeJoin", "ShuffledHashJoin"}
@@ -551,12 +551,11 @@ class _Decision:
     # take the stage's median time.
     scale: Dict[int, float] = field(default_factory=dict)
     hot: List[int] = field(default_factory=list)
-    # The split tasks' pieces run in a stage of their own before the others, where each split
-    # task leaves one task merging its pieces' partial results (a bucketed scan's split).
-    pieces_first: bool = False
-    # The pieces' rows are then exchanged on all the grouping keys and regrouped apart, in a
-    # stage of as many tasks (a DISTINCT's split).
-    regrouped: bool = False
+    # The stages of as many tasks as pieces a split adds before the others, where each split
+    # task then leaves one task merging its pieces' results: 1, the pieces (a bucketed scan's
+    # split); 2, the pieces and the regrouping of their rows on all the grouping keys (a
+    # DISTINCT's split); 0, the pieces run in place of the split task.
+    stages_apart: int = 0
 
 
 @dataclass
@@ -583,7 +582,7 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
         piece = m.split_size(s)
         return piece, {i: min(cap, math.ceil(m.bytes[i] / piece)) for i, _ in m.found.skewed}
 
-    def split(rewrite: str, cap: int, pieces_first: bool = False) -> _Decision:
+    def split(rewrite: str, cap: int, stages_apart: int = 0) -> _Decision:
         m = measures.vanilla
         if not m.found.skewed:
             return _Decision(None, "left alone: " + _not_skewed(where, m.sizes, m.found, s,
@@ -596,7 +595,7 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
                              "split it.")
         return _Decision(rewrite, f"would rewrite: {rewrite}: {tested}, read in up to "
                          f"{max(pieces.values())} pieces of about {_size(piece)}.", pieces,
-                         pieces_first=pieces_first)
+                         stages_apart=stages_apart)
 
     def local(rewrite: str, dedup: bool = False) -> _Decision:
         reach = ("one row per value and upstream task" if dedup else "one row per upstream task")
@@ -626,7 +625,7 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
         return _Decision(rewrite, f"would rewrite: {rewrite}: {skew}; {after}, {tested}, read "
                          f"in up to {max(pieces.values())} pieces of about {_size(piece)}.",
                          pieces, local=True, scale=measures.scale,
-                         hot=[i for i, _ in bare.skewed], pieces_first=True, regrouped=True)
+                         hot=[i for i, _ in bare.skewed], stages_apart=2)
 
     def hot_key(rewrite: str, min_rows: int, min_key: str, max_splits: int,
                 needs_floor: bool) -> _Decision:
@@ -690,7 +689,7 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
                      map_tasks)
     if kind.endswith("-bucketed"):
         return split("skewed buckets read unbucketed (SplitSkewedBucketsBelowAggregate)",
-                     1 << 30, pieces_first=True)
+                     1 << 30, stages_apart=1)
     if kind == "holistic":
         functions = {_name(f) for f in _functions(plan.top.desc if plan.top else "")}
         if functions - SPLIT_HOLISTIC:
@@ -719,10 +718,10 @@ def _estimate(durations: List[int], decision: _Decision, slots: int) -> float:
     that plus the rest of its time scaled by its work with skewagg over its work without
     (reduce-side work in proportion to the rows its operators read, :func:`_reduce_work`), or the
     stage's median time where the rows are unknown. A split task's pieces take that shortest time
-    each plus an even share of the rest of its time; where the pieces run in a stage of their own
-    (``pieces_first``), the split task leaves a task of the shortest time in this one, and where
-    their rows are regrouped (``regrouped``), a stage of the pieces' times again (at most what
-    they read: the regrouping reads what their aggregation left)."""
+    each plus an even share of the rest of its time; where they run in stages apart
+    (``stages_apart``), the split task leaves a task of the shortest time in this one, and each
+    stage apart takes the pieces' times (the regrouping's at most that: it reads what the pieces'
+    aggregation left)."""
     if not decision.rewrite or not durations:
         return makespan(durations, slots)
     median = statistics.median(durations)
@@ -738,13 +737,12 @@ def _estimate(durations: List[int], decision: _Decision, slots: int) -> float:
         k = decision.pieces.get(i, 1)
         if k == 1:
             tasks.append(t)
-        elif decision.pieces_first:
+        elif decision.stages_apart:
             pieces += [fastest + (t - fastest) / k] * k
             tasks.append(fastest)
         else:
             tasks += [fastest + (t - fastest) / k] * k
-    apart = makespan(pieces, slots) if pieces else 0.0
-    return makespan(tasks, slots) + apart * (2 if decision.regrouped else 1)
+    return makespan(tasks, slots) + decision.stages_apart * makespan(pieces, slots)
 
 
 def _writer(app: Application, execution: Execution, exchange: PlanNode) -> Optional[Stage]:
@@ -771,14 +769,13 @@ def _rows_into_partial(writer: Stage, exchange: PlanNode) -> int:
 def _advise_app(app: Application, settings: SkewSettings, slots: int) -> List[StageAdvice]:
     out = []
     for execution in sorted(app.executions.values(), key=lambda e: e.execution_id):
-        ids = dict.fromkeys(execution.stage_ids)
-        stages = [st for st in (app.last_attempt(sid) for sid in ids) if st is not None]
+        stages = app.stages_of(execution)
         advised: List[Tuple[StageAdvice, _Decision]] = []
         for stage in stages:
             advice = _advise_stage(app, execution, stage, settings, slots)
             if advice:
                 advised.append(advice)
-        total = sum(makespan(st.durations_ms, slots) for st in stages)
+        total = query_makespan((st.durations_ms for st in stages), slots)
         saved = sum(a.saved_ms for a, _ in advised)
         for advice, _ in advised:
             advice.query_makespan_ms = total
@@ -803,25 +800,28 @@ def _written(writer: Optional[Stage], exchange: Optional[PlanNode], name: str) -
     return sum(t.updates.get(a, 0) for t in writer.tasks for a in accs)
 
 
-def _after_local(read: int, groups: int, map_tasks: int, capacity: int,
-                 typical: Tuple[float, float] = (0, 0)) -> int:
-    """The rows a reduce task would read after each map task merged its own rows by group: a
-    partition of ``groups`` groups whose ``read`` rows fall at random over ``map_tasks`` map tasks
-    leaves each map task the groups it saw, ``M G (1 - exp(-R / (M G)))`` in all (a hot key's
-    rows become one row per map task; groups seen once per map task stay), between ``groups``
-    and ``read``. A partition of more groups than the flushing aggregate's map holds
-    (``capacity``, spark.skewagg.localAggregate.capacity) keeps its ``read`` rows: a hot key
-    spread over more values than a batch sees is passed through. A partition of more rows than
+def _after_local(read: int, groups: int, typical: Tuple[float, float], map_tasks: int,
+                 capacity: int) -> int:
+    """The rows a reduce task would read after the local aggregate: a partition of more rows than
     the ``typical`` one's (rows, groups: the stage's medians) is taken as that typical part plus
     its hot part, the rows beyond it over the groups beyond it (at least one: a hot key), each
-    estimated so. An estimate: the log counts neither the groups per map task nor how the rows
-    were spread."""
+    merged as :func:`_merged_rows` estimates."""
     typical_read, typical_groups = typical
-    if 0 < typical_read < read and 0 < typical_groups:
-        base_read, base_groups = int(typical_read), int(min(groups, typical_groups))
-        return (_after_local(base_read, base_groups, map_tasks, capacity)
-                + _after_local(read - base_read, max(1, groups - base_groups), map_tasks,
-                               capacity))
+    if not 0 < typical_read < read or typical_groups <= 0:
+        return _merged_rows(read, groups, map_tasks, capacity)
+    base_read, base_groups = int(typical_read), int(min(groups, typical_groups))
+    return (_merged_rows(base_read, base_groups, map_tasks, capacity)
+            + _merged_rows(read - base_read, max(1, groups - base_groups), map_tasks, capacity))
+
+
+def _merged_rows(read: int, groups: int, map_tasks: int, capacity: int) -> int:
+    """The rows left after each map task merged its own rows by group: ``read`` rows of
+    ``groups`` groups falling at random over ``map_tasks`` map tasks leave each map task the
+    groups it saw, ``M G (1 - exp(-R / (M G)))`` in all (a hot key's rows become one row per map
+    task; groups seen once per map task stay), between ``groups`` and ``read``. More groups than
+    the flushing aggregate's map holds (``capacity``, spark.skewagg.localAggregate.capacity) keep
+    their ``read`` rows: a hot key spread over more values than a batch sees is passed through.
+    An estimate: the log counts neither the groups per map task nor how the rows were spread."""
     if groups <= 0 or read <= 0 or map_tasks <= 0 or groups > capacity:
         return read
     slots = map_tasks * groups
@@ -853,7 +853,7 @@ def _measures(app: Application, execution: Execution, stage: Stage, plan: _Stage
     if not any(groups) or len(groups) != len(rows):
         return _Measures(vanilla)
     typical = (statistics.median(rows), statistics.median(groups))
-    after = [_after_local(r, g, len(writer.tasks), settings.local_capacity, typical)
+    after = [_after_local(r, g, typical, len(writer.tasks), settings.local_capacity)
              for r, g in zip(rows, groups)]
     shrunk = {i: a / r for i, (a, r) in enumerate(zip(after, rows)) if r > 0}
     # The shuffle after the local aggregate: each partition's bytes and the shuffle's records
@@ -952,9 +952,9 @@ def _advise_stage(app: Application, execution: Execution, stage: Stage, settings
         hows.append("each skewed task's pieces taking the stage's shortest task time plus an "
                     "even share of the rest of its time (time in proportion to bytes read)"
                     + ("; the pieces in a stage of their own before the others"
-                       if decision.pieces_first else "")
+                       if decision.stages_apart else "")
                     + ("; their rows regrouped on all the grouping keys in a stage of as many "
-                       "tasks, each as long as a piece" if decision.regrouped else "")
+                       "tasks, each as long as a piece" if decision.stages_apart > 1 else "")
                     + "; the other exchanges skewagg adds are not counted")
     how = "; ".join(hows)
     estimate = (f"tasks list-scheduled in task order on {slots} slots; {how}" if how else "")

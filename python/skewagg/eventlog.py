@@ -363,6 +363,11 @@ class Application:
         attempts = [s for (sid, _), s in self.stages.items() if sid == stage_id and s.tasks]
         return max(attempts, key=lambda s: s.attempt) if attempts else None
 
+    def stages_of(self, execution: Execution) -> List[Stage]:
+        """The last attempt of each stage ``execution`` ran, in the order its jobs named them."""
+        attempts = (self.last_attempt(sid) for sid in dict.fromkeys(execution.stage_ids))
+        return [stage for stage in attempts if stage is not None]
+
 
 _SQL_START = "SparkListenerSQLExecutionStart"
 _SQL_UPDATE = "SparkListenerSQLAdaptiveExecutionUpdate"

@@ -13,7 +13,7 @@ import heapq
 import json
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Sequence, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Sequence, Tuple, TypeVar
 
 from skewagg._bridge import bridge
 
@@ -32,6 +32,11 @@ def makespan(durations_ms: Sequence[float], slots: int) -> float:
         start = heapq.heappop(free)
         heapq.heappush(free, start + duration)
     return max(free) if durations_ms else 0.0
+
+
+def query_makespan(stages_ms: Iterable[Sequence[float]], slots: int) -> float:
+    """Milliseconds to run stages of these task durations one after another on ``slots`` slots."""
+    return sum(makespan(durations, slots) for durations in stages_ms)
 
 
 @dataclass
@@ -60,7 +65,7 @@ class QueryTimes:
     stages: List[StageTimes]
 
     def makespan(self, slots: int) -> float:
-        return sum(makespan(s.durations_ms, slots) for s in self.stages)
+        return query_makespan((s.durations_ms for s in self.stages), slots)
 
     @property
     def peak_execution_memory(self) -> int:
