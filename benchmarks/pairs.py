@@ -115,8 +115,18 @@ def main() -> None:
     for b in variants[1:]:
         print(f"{b} / {a}: wall {statistics.median(wall[b]) / statistics.median(wall[a]):.3f}, "
               f"task time {statistics.median(tasks[b]) / statistics.median(tasks[a]):.3f}")
+        # Each repeat's pair: the run of b over the run of a, by which ran first (even repeats
+        # run the variants in the given order, odd ones reversed).
+        pairs = [wall[b][i] / wall[a][i] for i in range(args.repeats)]
+        print(f"{b} / {a}: per-pair wall median {statistics.median(pairs):.3f}, "
+              f"{a} first {statistics.median(pairs[0::2]):.3f}, "
+              f"{b} first {_median_or_none(pairs[1::2])}")
     recorder.close()
     spark.stop()
+
+
+def _median_or_none(values: list) -> str:
+    return f"{statistics.median(values):.3f}" if values else "none"
 
 
 if __name__ == "__main__":

@@ -222,11 +222,18 @@ private[localagg] class FlushingAggregationIterator(
     }
   }
 
-  /** The next row a flush (or the end) emits, or null; valid until the next call. */
+  /**
+   * The next row a flush (or the end) emits, or null; valid until the next call. A kept key no
+   * row merged into since its place was renewed holds only its initial buffer: it is skipped, so
+   * the operator never emits more rows than it reads.
+   */
   def nextOutput(): UnsafeRow = {
     if (draining == null) return null
-    if (draining.advance()) generateOutput(draining.key, draining.value.buffer)
-    else { draining = null; null }
+    while (draining.advance()) {
+      if (draining.value.rows > 0) return generateOutput(draining.key, draining.value.buffer)
+    }
+    draining = null
+    null
   }
 
   /** Counts an output row, and adds its key to the sketch of the keys emitted. */
