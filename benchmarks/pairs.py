@@ -7,7 +7,8 @@ Runs the query on the benchmark's 20M-row tables (written by `make bench` into b
 builds `make demo`'s 8M rows) with
 each variant alternating in one JVM, the order swapped every repeat and a GC before each run,
 the result written to the `noop` sink. Prints each variant's wall times, the sum of its task
-times per stage, and the ratios of the medians of every other variant over the first. `--jar`
+times per stage, the ratios of the medians of every other variant over the first, and the median
+of each repeat's own ratio, over all repeats and over those run in each order. `--jar`
 loads that skewagg jar instead of the installed package's (to compare two builds, run twice);
 `--jfr` records the whole JVM with Java Flight Recorder.
 """
