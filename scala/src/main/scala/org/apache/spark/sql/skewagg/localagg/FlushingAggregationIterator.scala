@@ -15,7 +15,8 @@ private[localagg] case class FlushingMetrics(
     flushes: SQLMetric,
     passedThrough: SQLMetric,
     learned: SQLMetric,
-    keptKeysDropped: SQLMetric)
+    keptKeysDropped: SQLMetric,
+    probedOnTrial: SQLMetric)
 
 /**
  * Per task: the map, the flushes and the pass-through mode of [[FlushingPartialAggregateExec]].
@@ -57,6 +58,7 @@ private[localagg] class FlushingAggregationIterator(
   private[this] var passedThrough: SQLMetric = _
   private[this] var learned: SQLMetric = _
   private[this] var keptKeysDropped: SQLMetric = _
+  private[this] var probedOnTrial: SQLMetric = _
   private[this] var sketched: DistinctHashes = _
   private[this] val keyHashOf = sketch.map(_._2).orNull
   countInto(sketch.map(_._1).orNull, metrics)
@@ -69,6 +71,7 @@ private[localagg] class FlushingAggregationIterator(
     passedThrough = metrics.passedThrough
     learned = metrics.learned
     keptKeysDropped = metrics.keptKeysDropped
+    probedOnTrial = metrics.probedOnTrial
     sketched = sketch
   }
 
@@ -127,11 +130,12 @@ private[localagg] class FlushingAggregationIterator(
     shuffleKeyOf.map(_ => new Array[Long](1 << ShuffleBucketBits)).orNull
 
   /**
-   * While rows pass through around kept keys, until `capacity` rows were probed (`onTrial`): the
+   * While rows pass through around kept keys, until `trialLength` rows were probed (`onTrial`): the
    * rows probed, those merged into the kept keys, and the share of their batch's rows the kept
    * keys held.
    */
   private[this] var onTrial = false
+  private[this] var trialLength = 0L
   private[this] var probed = 0L
   private[this] var hits = 0L
   private[this] var keptShare = 0.0
@@ -155,7 +159,7 @@ private[localagg] class FlushingAggregationIterator(
       processRow(entry.buffer, row)
       entry.rows += 1
       rowsSinceFlush += 1
-      if (onTrial) { probed += 1; hits += 1 }
+      if (onTrial) { probed += 1; hits += 1; probedOnTrial += 1 }
       true
     } else if (learning && map.size < capacity) {
       val e = new Entry(newBuffer())
@@ -174,7 +178,7 @@ private[localagg] class FlushingAggregationIterator(
       flush(passThroughNext)
       offer(row)
     } else {
-      if (onTrial) probed += 1
+      if (onTrial) { probed += 1; probedOnTrial += 1 }
       false
     }
   }
@@ -187,7 +191,7 @@ private[localagg] class FlushingAggregationIterator(
       flush(passThroughNext = false) // the heavy keys' buffers, then learn afresh
       learning = true
       relearning = true
-    } else if (onTrial && probed >= capacity) {
+    } else if (onTrial && probed >= trialLength) {
       judgeKeptKeys()
     }
   }
@@ -200,7 +204,9 @@ private[localagg] class FlushingAggregationIterator(
    */
   private def judgeKeptKeys(): Unit = {
     onTrial = false
-    if (hits < KeptKeysMinHitShare * keptShare * probed) {
+    val drop = hits < KeptKeysMinHitShare * keptShare * probed
+    LearnedReductions.judged(run, drop)
+    if (drop) {
       keptKeysDropped += 1
       flushes += 1
       val emitted = map
@@ -371,6 +377,9 @@ private[localagg] class FlushingAggregationIterator(
       map = newMap(count)
       heavyKeys((key, _) => map.putKey(key, new Entry(newBuffer())))
       onTrial = count > 0
+      trialLength =
+        if (earlyDecisionAt > 0 && LearnedReductions.droppedKeptKeys(run)) earlyDecisionAt
+        else capacity
       probed = 0L
       hits = 0L
       keptShare = keptRows.toDouble / math.max(1L, rowsSinceFlush)

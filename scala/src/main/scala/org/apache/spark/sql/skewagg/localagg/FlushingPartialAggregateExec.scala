@@ -50,6 +50,9 @@ import org.apache.spark.sql.types.{
  * them at less than `KeptKeysMinHitShare` (half) of the share of rows they held in that batch (a
  * hot shuffle key spread over many more values than the batch saw: each kept value is rarely seen
  * again), their buffers are emitted and rows pass through without a probe until the next learning.
+ * Once a trial of an earlier task of the same run, in the same JVM, dropped its kept keys
+ * ([[LearnedReductions]]), a trial is judged after a quarter as many rows (`EarlyDecisionFraction`,
+ * when that is at least `EarlyDecisionMinKeys` rows).
  *
  * Relearning decides early, at a quarter of the map (`EarlyDecisionFraction`, when that is at least
  * `EarlyDecisionMinKeys` = 1024 keys), when the keys other than the heavy ones merged fewer than
@@ -97,7 +100,10 @@ case class FlushingPartialAggregateExec(
     "numLearnedRows" -> SQLMetrics.createMetric(sparkContext, "rows merged while learning"),
     "numKeptKeysDropped" -> SQLMetrics.createMetric(
       sparkContext,
-      "kept keys dropped (merged too few rows)"))
+      "kept keys dropped (merged too few rows)"),
+    "numProbedOnTrial" -> SQLMetrics.createMetric(
+      sparkContext,
+      "rows probed while kept keys were on trial"))
 
   /** The sketch of the keys emitted, with `sketchKeys` (registered when first read: driver). */
   @transient lazy val emittedKeys: Option[DistinctHashes] = if (!sketchKeys) None
@@ -129,7 +135,8 @@ case class FlushingPartialAggregateExec(
     longMetric("numFlushes"),
     longMetric("numPassedThrough"),
     longMetric("numLearnedRows"),
-    longMetric("numKeptKeysDropped"))
+    longMetric("numKeptKeysDropped"),
+    longMetric("numProbedOnTrial"))
 
   /**
    * A task's state, over `input` when pulled (without code generation). `sketch` (null without
@@ -305,8 +312,9 @@ object FlushingPartialAggregateExec {
   private[localagg] val HeavyFactor = 8.0
 
   /**
-   * Kept keys stay while the first `capacity` rows probed after merge into them at least this
-   * fraction of the share of rows they held in the batch that kept them.
+   * Kept keys stay while the rows probed after (`capacity` of them, or a quarter after a run's
+   * drop) merge into them at least this fraction of the share of rows they held in the batch that
+   * kept them.
    */
   private[localagg] val KeptKeysMinHitShare = 0.5
 
@@ -319,7 +327,7 @@ object FlushingPartialAggregateExec {
   /** ...up to this many map capacities of rows. */
   private[localagg] val MaxRelearnCapacities = 256L
 
-  /** A relearning batch may decide at this fraction of the map... */
+  /** A relearning batch may decide at this fraction of the map (and a trial after a drop)... */
   private[localagg] val EarlyDecisionFraction = 4
 
   /** ...when that is at least this many keys. */

@@ -273,6 +273,28 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase with Sprea
     assert(IdleTaskStates.reused.get - reusedBefore >= 2 * 6)
   }
 
+  test("without the hint: a later task judges kept keys after a quarter map once one dropped") {
+    // 8 tasks of 50,000 rows on 2 slots, a map of 4096 keys, repartition(k).groupBy(k, x): 30%
+    // of rows on k = 0, each with an x of its own. Every task keeps the (0, x) of its first batch
+    // and drops them on trial. At most the first two tasks start before a trial was judged and
+    // probe 4096 rows; the other six learn that a trial of the run dropped its keys
+    // ([[LearnedReductions]]) and judge theirs after 1024. Each judging all 4096: 32,768 probes.
+    val d = differential(
+      s =>
+        s.range(0, 400000, 1, 8)
+          .select(
+            when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
+            col("id").as("x"),
+            (col("id") / 7.0).as("v"))
+          .repartition(col("k")).groupBy("k", "x").agg(sum("v")),
+      SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096")
+    for (m <- flushingMetrics(d)) {
+      assert(m("numKeptKeysDropped") >= 8, m)
+      assert(m("numProbedOnTrial") < 2 * 4096 + 6 * 1024 + 8 * 100, m)
+      assert(m("numOutputRows") == 400000, m)
+    }
+  }
+
   test("without the hint: relearning that passes rows through again waits twice as long") {
     // A map of 64 keys and unique keys: every learning batch passes the rows after it through,
     // for 1024 rows, then 2048, ... up to 16384. At a fixed 1024 it would flush about 180 times.
