@@ -205,6 +205,13 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase with Sprea
        else col("id") % keys + 1).as("k"),
       (col("id") / 7.0).as("v"))
 
+  /** 400,000 rows in 8 partitions: k = 0 on 30% of them, else unique; x unique; v. */
+  private def eightTasks(s: SparkSession): DataFrame =
+    s.range(0, 400000, 1, 8).select(
+      when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
+      col("id").as("x"),
+      (col("id") / 7.0).as("v"))
+
   private def flushingMetrics(d: Differential): Seq[Map[String, Long]] =
     for (adaptive <- Seq(false, true)) yield {
       val Seq(op) = flushing(d, adaptive)
@@ -260,11 +267,7 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase with Sprea
     val reusedBefore = IdleTaskStates.reused.get
     val d = differential(
       s =>
-        s.range(0, 400000, 1, 8)
-          .select(
-            when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
-            (col("id") / 7.0).as("v"))
-          .repartition(col("k")).groupBy("k").agg(sum("v")),
+        eightTasks(s).repartition(col("k")).groupBy("k").agg(sum("v")),
       SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096")
     for (m <- flushingMetrics(d)) {
       assert(m("numLearnedRows") < 2 * 5851 + 6 * 2000, m)
@@ -281,12 +284,7 @@ class PartialAggregateBeforeRepartitionSuite extends SkewAggSuiteBase with Sprea
     // ([[LearnedReductions]]) and judge theirs after 1024. Each judging all 4096: 32,768 probes.
     val d = differential(
       s =>
-        s.range(0, 400000, 1, 8)
-          .select(
-            when(col("id") % 10 < 3, lit(0L)).otherwise(col("id") + 1).as("k"),
-            col("id").as("x"),
-            (col("id") / 7.0).as("v"))
-          .repartition(col("k")).groupBy("k", "x").agg(sum("v")),
+        eightTasks(s).repartition(col("k")).groupBy("k", "x").agg(sum("v")),
       SkewAggConf.LOCAL_AGGREGATE_CAPACITY.key -> "4096")
     for (m <- flushingMetrics(d)) {
       assert(m("numKeptKeysDropped") >= 8, m)
