@@ -79,6 +79,10 @@ SCENARIO_DATA = {"high-cardinality": ["highcard"],
 BUCKETS = 64
 # --default-plan: the variants of a scenario, when not vanilla and skewagg.
 DEFAULT_PLAN_VARIANTS = {"demo": ["vanilla", "skewagg", "skewagg+hint"]}
+# --default-plan's control: vanilla's plan once more, a variant of its own in the same rotation.
+# Its ratio over vanilla is what two identical plans measure apart in that run (an A/A test):
+# a variant's ratio within that spread is parity as far as the run can tell.
+CONTROL = "vanilla-again"
 
 BASE_CONF = {
     "spark.sql.shuffle.partitions": "200",
@@ -94,6 +98,7 @@ BASE_CONF = {
 SCENARIO_CONF = {"join-default-splits": {"spark.sql.files.maxPartitionBytes": "128MB"}}
 VARIANT_CONF = {
     "vanilla": {"spark.skewagg.enabled": "false"},
+    CONTROL: {"spark.skewagg.enabled": "false"},
     "forced-skew": {
         "spark.skewagg.enabled": "false",
         "spark.sql.adaptive.forceOptimizeSkewedJoin": "true",
@@ -525,6 +530,8 @@ def main(argv: List[str] | None = None) -> int:
                 if args.default_plan else args.variants.split(",")
             variants = [v for v in queries.get("variants", VARIANTS)
                         if v in chosen and OWN_QUERY.get(v, "query") in queries]
+            if args.default_plan and variants[:1] == ["vanilla"]:
+                variants.insert(1, CONTROL)
             runs: Dict[str, List[dict]] = {v: [] for v in variants}
             # Warm-up: file listing, and each variant's code JIT-compiled.
             for variant in variants * args.warmups:
@@ -730,10 +737,12 @@ def render_default_plan(report: dict) -> str:
         "<!-- Written by `make bench-default` (benchmarks/bench.py --default-plan); do not edit "
         "by hand. -->",
         "",
-        f"{measured(report)}: the scenarios above with two variants, vanilla and skewagg's "
-        "default plan (the demo also with its `SKEW_AGG` plan), the same tables and settings, "
-        f"median wall time of {run_counts(rows)} runs per variant after a warm-up run of each; "
-        "the order of the variants rotates each repeat, so half the repeats run vanilla first. "
+        f"{measured(report)}: the scenarios above with vanilla and skewagg's default plan "
+        "(the demo also with its `SKEW_AGG` plan), the same tables and settings, median wall "
+        f"time of {run_counts(rows)} runs per variant after a warm-up run of each; the order of "
+        "the variants rotates each repeat, so a variant runs before vanilla in some repeats and "
+        "after it in the others. vanilla-again is vanilla's plan once more as a variant of its "
+        "own, a control: its ratio is what two identical plans measured apart in the same run. "
         "vs vanilla: the ratio of the medians, then in brackets the lowest and highest ratio "
         "within one repeat; vanilla first, variant first: the median ratio within the repeats "
         "run in that order (how many).",
