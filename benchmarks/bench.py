@@ -745,11 +745,11 @@ def render_default_plan(report: dict) -> str:
         "own, a control: its ratio is what two identical plans measured apart in the same run. "
         "vs vanilla: the ratio of the medians, then in brackets the lowest and highest ratio "
         "within one repeat; vanilla first, variant first: the median ratio within the repeats "
-        "run in that order (how many).",
+        "run in that order (how many); vs control: the ratio of the medians over vanilla-again's.",
         "",
         "| scenario | data | variant | wall s | vs vanilla | vanilla first | variant first "
-        "| rewritten | equal |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| vs control | rewritten | equal |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         vanilla = by.get((r["scenario"], r["data"], "vanilla"))
@@ -757,9 +757,12 @@ def render_default_plan(report: dict) -> str:
             continue
         variants = [v for (s, d, v) in by if (s, d) == (r["scenario"], r["data"])]
         orders = order_ratios(r, vanilla, variants) if r is not vanilla else ["", ""]
+        control = by.get((r["scenario"], r["data"], CONTROL))
+        vs_control = f"{r['wall_s'] / control['wall_s']:.2f}" \
+            if control and r["variant"] not in ("vanilla", CONTROL) else ""
         lines.append(
             f"| {r['scenario']} | {r['data']} | {r['variant']} | {r['wall_s']:.2f} "
-            f"| {wall_ratio(r, vanilla)} | {orders[0]} | {orders[1]} "
+            f"| {wall_ratio(r, vanilla)} | {orders[0]} | {orders[1]} | {vs_control} "
             f"| {'yes' if r['rewritten'] else ''} | {'yes' if r['equal_to_vanilla'] else 'NO'} |")
     return "\n".join(lines) + "\n"
 
