@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -72,8 +73,13 @@ VARIANTS = ["vanilla", "forced-skew", "salted", "pre-aggregated", "skewagg", "sk
 # Variants that run a scenario's own query (the key in scenario_queries) instead of its "query".
 OWN_QUERY = {"salted": "salted", "pre-aggregated": "pre"}
 HOLISTIC = ("percentile", "collect-list", "high-cardinality")
+# Windows Spark runs in one task per key or for the whole table (issue 67): an event table, `ts`
+# unique in the order its files were written, 4 groups; their own section, with task memory.
+ONE_TASK = ("window-global", "window-few-keys")
+SECTIONS = {"holistic": HOLISTIC, "window-one-task": ONE_TASK}
 # The data sets a scenario runs on, when not SKEWED and UNIFORM.
 SCENARIO_DATA = {"high-cardinality": ["highcard"],
+                 "window-global": ["events"], "window-few-keys": ["events"],
                  "key-shapes": ["unique", "few", "hot-unique", "hot-few"],
                  "demo": ["skewed"]}
 BUCKETS = 64
@@ -167,6 +173,19 @@ def write_holistic_tables(
         if not (path / name / "_SUCCESS").exists():
             df().write.mode("overwrite").option("parquet.block.size", 1 << 20) \
                 .parquet(str(path / name))
+    return path
+
+
+def write_event_tables(spark: SparkSession, base: Path, rows: int) -> Path:
+    """events: `rows` rows of ts (unique, in the order the files are written, as an event log's
+    are), g (4 groups) and v (a long with nulls every 17th row). Once."""
+    path = base / "events"
+    if not (path / "_SUCCESS").exists():
+        spark.range(0, rows, 1, 32).select(
+            F.col("id").alias("ts"), (F.abs(F.xxhash64("id")) % 4).alias("g"),
+            F.when(F.col("id") % 17 == 0, F.lit(None)).otherwise((F.col("id") * 31) % 1000 - 400)
+            .alias("v"),
+        ).write.mode("overwrite").option("parquet.block.size", 1 << 20).parquet(str(path))
     return path
 
 
@@ -370,6 +389,20 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
         return fact.select(
             "k", F.row_number().over(Window.partitionBy("k").orderBy("v")).alias("s"))
 
+    def ordered_by_ts(window: Window) -> DataFrame:
+        # row_number, a running sum and lag over the window, checked as one sum: all longs, so
+        # every plan's rows are exactly Spark's.
+        running = window.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        return fact.select(
+            "ts", (F.row_number().over(window) + F.coalesce(F.sum("v").over(running), F.lit(0))
+                   + F.coalesce(F.lag("v").over(window), F.lit(0))).alias("s"))
+
+    def window_global() -> DataFrame:
+        return ordered_by_ts(Window.orderBy("ts"))
+
+    def window_few_keys() -> DataFrame:
+        return ordered_by_ts(Window.partitionBy("g").orderBy("ts"))
+
     def tpch_q12() -> DataFrame:
         spark = fact.sparkSession
         assert q12 is not None
@@ -385,6 +418,8 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
     holistic = ["vanilla", "skewagg", "skewagg@64"]
     without_aqe = ["vanilla" + AQE_OFF, "skewagg@64" + AQE_OFF]
     plain = ["vanilla", "skewagg", "skewagg+hint", "skewagg@64"]
+    # With the A/A control: what vanilla's plan measures against itself in the same run.
+    one_task = ["vanilla", CONTROL, "skewagg", "skewagg@64"] + without_aqe
     return {
         "percentile": {"query": percentile, "variants": holistic},
         "collect-list": {"query": collect_list, "variants": holistic + ["skewagg+collect"]},
@@ -414,6 +449,8 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
         "window-running-sum": {"query": window_running_sum,
                                "variants": holistic + ["skewagg@64+float"]},
         "window-row-number": {"query": window_row_number, "variants": holistic + without_aqe},
+        "window-global": {"query": window_global, "variants": one_task},
+        "window-few-keys": {"query": window_few_keys, "variants": one_task},
     }
 
 
@@ -473,11 +510,15 @@ def main(argv: List[str] | None = None) -> int:
                         "benchmarks/advise_check.py); no results or docs are written")
     args = parser.parse_args(argv)
     scenarios = args.scenarios.split(",")
-    mixed = [s for s in scenarios if s in HOLISTIC] and [s for s in scenarios if s not in HOLISTIC]
-    if mixed:
-        parser.error("run the holistic scenarios (" + ",".join(HOLISTIC) + ") and the "
-                     "local-global ones in separate invocations: they write separate sections")
-    section = "holistic" if scenarios[0] in HOLISTIC else "local-global"
+    def section_of(scenario: str) -> str:
+        return next((name for name, members in SECTIONS.items() if scenario in members),
+                    "local-global")
+
+    section = section_of(scenarios[0])
+    if len({section_of(s) for s in scenarios}) > 1:
+        parser.error("run the holistic scenarios (" + ",".join(HOLISTIC) + "), the one-task "
+                     "windows (" + ",".join(ONE_TASK) + ") and the local-global ones in "
+                     "separate invocations: they write separate sections")
     if args.default_plan:
         section = "default-plan"
 
@@ -502,8 +543,8 @@ def main(argv: List[str] | None = None) -> int:
         spark.conf.set(key, value)
     base = write_tables(spark, args.rows)
     register_bucketed(spark, base)
-    facts = base if section == "local-global" else write_holistic_tables(
-        spark, base, args.rows, "high-cardinality" in scenarios)
+    facts = write_holistic_tables(spark, base, args.rows, "high-cardinality" in scenarios) \
+        if section == "holistic" else base
     recorder = TaskTimeRecorder(spark)
     spark_version = spark.version
     line = spark_line(spark_version)
@@ -516,6 +557,8 @@ def main(argv: List[str] | None = None) -> int:
                 many = write_distinct_tables(spark, base, args.rows)
                 fact = spark.read.parquet(str(many / f"fact_{data}"))
                 joined = spark.read.parquet(str(many / "dim"))
+            elif scenario in ONE_TASK:
+                fact = spark.read.parquet(str(write_event_tables(spark, base, args.rows)))
             elif scenario == "key-shapes":
                 fact = spark.read.parquet(str(write_key_shape_tables(spark, base, args.rows))) \
                     .select(F.col(data.replace("-", "_")).alias("k"), "v")
@@ -568,6 +611,7 @@ def main(argv: List[str] | None = None) -> int:
 
     report = {
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **source_tree(),
         "rows": args.rows, "repeats": args.repeats, "warmups": args.warmups,
         "machine": "local[2]",
         "spark": spark_version, "line": line,
@@ -577,6 +621,7 @@ def main(argv: List[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     suffix = "" if section == "local-global" else f"-{section}"
     render_section = {"local-global": render, "holistic": render_holistic,
+                      "window-one-task": render_one_task,
                       "default-plan": render_default_plan}[section]
     out = RESULTS / f"bench-rows{args.rows}{suffix}-spark{line}.json"
     if out.exists():
@@ -586,6 +631,18 @@ def main(argv: List[str] | None = None) -> int:
     DOC.write_text(with_section(DOC.read_text() if DOC.exists() else "", section, text))
     print(f"wrote {out.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
     return 0 if all(r["equal_to_vanilla"] for r in results) else 1
+
+
+def source_tree() -> dict:
+    """The commit the run measured and whether the tree had changes (None outside git)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    try:
+        return {"commit": git("rev-parse", "--short", "HEAD"),
+                "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    except (OSError, subprocess.CalledProcessError):
+        return {"commit": None, "dirty": None}
 
 
 def merged(previous: dict, report: dict, scenarios: List[str]) -> dict:
@@ -650,11 +707,38 @@ def heap(report: dict) -> str:
     return ""
 
 
+def render_one_task(report: dict) -> str:
+    """Windows Spark runs in one task (`--scenarios window-global,window-few-keys`)."""
+    return memory_table(report, [
+        "## Windows in one task: no PARTITION BY, fewer keys than slots",
+        "",
+        "<!-- Written by `benchmarks/bench.py --scenarios window-global,window-few-keys`; do not "
+        "edit by hand. -->",
+        "",
+        f"{measured(report)}{commit_of(report)} on {report['machine']} (2 cores, driver memory "
+        f"{report.get('driver_memory', '?')}{heap(report)}), {report['rows']:,} events (ts "
+        "unique, in the order of the files; g one of 4 groups; v a long), median wall time of "
+        f"{report['repeats']} runs per variant, alternating. Queries: `row_number()`, a running "
+        "`sum(v)` (ROWS frame) and `lag(v)` over `Window.orderBy(\"ts\")` (window-global, "
+        "which vanilla runs in one task) and over `Window.partitionBy(\"g\").orderBy(\"ts\")` "
+        "(window-few-keys, one task per group), checked as one sum. vanilla-again is vanilla "
+        "once more (the A/A control: what identical plans measure apart in this run); "
+        "skewagg@64 plans for 64 task slots, skewagg for this machine's 2. vs vanilla: the ratio "
+        "of the medians, then the lowest and highest ratio within one repeat. Peak task memory: "
+        "the largest `peakExecutionMemory` of one task.",
+        ""])
+
+
+def commit_of(report: dict) -> str:
+    """", at commit abc1234" (with "+ changes" when the tree was not clean), if recorded."""
+    commit = report.get("commit")
+    if not commit:
+        return ""
+    return f", at commit {commit}" + (" + uncommitted changes" if report.get("dirty") else "")
+
+
 def render_holistic(report: dict) -> str:
-    rows = report["results"]
-    by = {(r["scenario"], r["data"], r["variant"]): r for r in rows}
-    mib = 1 << 20
-    lines = [
+    return memory_table(report, [
         "## Holistic aggregates one key at a time (SingleKeyAggregate)",
         "",
         "<!-- Written by `benchmarks/bench.py --scenarios percentile,collect-list,"
@@ -674,7 +758,15 @@ def render_holistic(report: dict) -> str:
         "(the list's sum). Peak task memory: the largest `peakExecutionMemory` of one task; "
         "JVM heap peak: the executor JVM's peak heap while the query's tasks ran (one JVM in "
         "local mode); spill: bytes all tasks spilled to disk.",
-        "",
+        ""])
+
+
+def memory_table(report: dict, intro: List[str]) -> str:
+    """`intro`, then per scenario, data and variant its times, task memory and spill."""
+    rows = report["results"]
+    by = {(r["scenario"], r["data"], r["variant"]): r for r in rows}
+    mib = 1 << 20
+    lines = intro + [
         "| scenario | data | variant | wall s | vs vanilla | hot task ms | median task ms "
         "| makespan@64 s | peak task memory MiB | JVM heap peak MiB | spill MiB | rewritten "
         "| equal |",

@@ -103,6 +103,60 @@ def test_hints_on_windows(spark: SparkSession) -> None:
         assert "not skewed" in skewagg.explain_text(windowed, run=True)
 
 
+def _events(spark: SparkSession) -> DataFrame:
+    """(ts, g, v): 30,000 events in 8 partitions, ts unique, in the order the rows were written
+    (each partition a run of times, as files of an event log are), g one of 4 groups."""
+    return spark.range(0, 30000, 1, 8).select(
+        F.col("id").alias("ts"),
+        (F.col("id") % 4).alias("g"),
+        F.when(F.col("id") % 17 == 0, F.lit(None)).otherwise((F.col("id") * 31) % 1000 - 400)
+        .alias("v"),
+    )
+
+
+@pytest.mark.usefixtures("split_conf")
+def test_window_without_partition_by_split_by_order_with_sparks_rows(spark: SparkSession) -> None:
+    """Window.orderBy alone: Spark's one task for the whole table; skewagg splits it by ranges of
+    ts (sampled from every map output, so the ranges follow the files' runs of times)."""
+    by_ts = Window.orderBy("ts")
+    running = by_ts.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    plans = differential(spark, lambda s: _events(s).select(
+        "ts", "g",
+        F.row_number().over(by_ts).alias("rn"),
+        F.sum("v").over(running).alias("running"),
+        F.lag("v").over(by_ts).alias("prev"),
+        F.lead("v", 2).over(by_ts).alias("next2"),
+        F.ntile(10).over(by_ts).alias("decile"),
+        F.percent_rank().over(by_ts).alias("pr"),
+    ))
+    for adaptive in (True, False):
+        plan = plans[(True, adaptive)]
+        assert plan.has("HotKeySplitWindowExec") and not plan.has("WindowExec"), plan
+        decision = plan.decisions("HotKeySplitWindowExec")[0]
+        assert decision.startswith("no PARTITION BY: Spark runs the window in one task"), decision
+        assert "the whole partition split by order into" in decision, decision
+        assert not plans[(False, adaptive)].has("HotKeySplitWindowExec")
+    df = _events(spark).select("ts", F.row_number().over(by_ts).alias("rn"))
+    text = skewagg.explain_text(df, run=True)
+    assert "no PARTITION BY: Spark runs the window in one task" in text, text
+    assert "not skewed" not in text, text
+
+
+@pytest.mark.usefixtures("split_conf")
+def test_fewer_keys_than_partitions_split_by_the_per_slot_share(spark: SparkSession) -> None:
+    """4 keys in as many shuffle partitions: every partition is as large as the median, but each
+    holds a quarter of the stage, far above an even share on 64 slots: all 4 keys split."""
+    by_ts = Window.partitionBy("g").orderBy("ts")
+    with session_settings(spark, {"spark.sql.shuffle.partitions": "4"}):
+        plans = differential(spark, lambda s: _events(s).select(
+            "ts", "g", F.row_number().over(by_ts).alias("rn"),
+            F.sum("v").over(by_ts).alias("running")))
+    for adaptive in (True, False):
+        plan = plans[(True, adaptive)]
+        assert plan.has("HotKeySplitWindowExec") and not plan.has("WindowExec"), plan
+        assert "4 hot keys split by order" in plan.decisions("HotKeySplitWindowExec")[0]
+
+
 @pytest.mark.cluster
 def test_local_cluster_windows_match_spark(tmp_path: Path) -> None:
     """tests/apps/window_split.py on local-cluster[2,1,1024]: every query's four variants give

@@ -61,20 +61,27 @@ object SkewAggDecision {
       slotShare: Long,
       inRows: Boolean = false,
       belowFloor: Boolean = false,
-      averaged: Option[AveragedBlockSizes.Averaged] = None)
+      averaged: Option[AveragedBlockSizes.Averaged] = None,
+      againstMedian: Boolean = true)
       extends SkewAggDecision {
-    override def text: String = {
-      def size(n: Long) = SkewedPartitions.format(n, inRows)
-      val ratio = if (median > 0) f"${largest.toDouble / median}%.1fx" else "n/a x"
-      val why = if (belowFloor) {
+
+    /** Which threshold the largest partition did not pass: "below the 16.0 MiB floor (...)". */
+    def why: String = {
+      if (belowFloor) {
         s"below the ${SkewAggLocalStageExec.bytes(floor)} floor " +
           s"(${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key})"
-      } else if (largest > factor * median) {
-        s"not more than ${factor}x the per-slot share ${size(slotShare)} " +
-          s"on $slots task slots (${SkewAggConf.SKEW_TASK_SLOTS.key})"
+      } else if (largest > factor * median || !againstMedian) {
+        s"not more than ${factor}x the per-slot share " +
+          s"${SkewedPartitions.format(slotShare, inRows)} on $slots task slots " +
+          s"(${SkewAggConf.SKEW_TASK_SLOTS.key})"
       } else {
         s"not more than ${factor}x the median (${SkewAggConf.SKEW_FACTOR.key})"
       }
+    }
+
+    override def text: String = {
+      def size(n: Long) = SkewedPartitions.format(n, inRows)
+      val ratio = if (median > 0) f"${largest.toDouble / median}%.1fx" else "n/a x"
       val found = s"the largest partition ($largestId) is ${size(largest)}, $ratio the median " +
         size(median)
       averaged match {
@@ -91,7 +98,15 @@ object SkewAggDecision {
      * skewed), and whether Spark averaged those sizes ([[AveragedBlockSizes.measured]]).
      */
     def ofShuffle(where: String, sizes: Array[Long], conf: SQLConf): NotSkewed =
-      of(where, sizes, sizes, SkewedPartitions.find(sizes, conf), conf)
+      ofShuffle(where, sizes, SkewedPartitions.find(sizes, conf), conf)
+
+    /** [[ofShuffle]] with what another skew test (`skew`) found. */
+    def ofShuffle(
+        where: String,
+        sizes: Array[Long],
+        skew: SkewedPartitions,
+        conf: SQLConf): NotSkewed =
+      of(where, sizes, sizes, skew, conf)
         .copy(averaged = AveragedBlockSizes.measured(sizes.length, conf))
 
     /**
@@ -116,7 +131,8 @@ object SkewAggDecision {
         skew.slots,
         skew.slotShare,
         skew.inRows,
-        belowFloor = bytes.isEmpty || bytes(largest) <= floor)
+        belowFloor = bytes.isEmpty || bytes(largest) <= floor,
+        againstMedian = skew.againstMedian)
     }
   }
 

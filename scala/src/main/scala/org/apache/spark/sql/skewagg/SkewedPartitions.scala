@@ -5,9 +5,9 @@ import org.apache.spark.sql.internal.SQLConf
 /**
  * Which partitions of a shuffle (or bucketed scan) are skewed: larger than
  * `spark.skewagg.skew.minPartitionSize`, than `spark.skewagg.skew.factor` times the median
- * partition, and than that factor times the per-slot share of the whole (`total / slots`,
- * [[TaskSlots]]): splitting pays only where the hot partition outlasts an even share of the work
- * on the slots that run it.
+ * partition (unless `againstMedian` is false: [[bySlotShare]]), and than that factor times the
+ * per-slot share of the whole (`total / slots`, [[TaskSlots]]): splitting pays only where the hot
+ * partition outlasts an even share of the work on the slots that run it.
  */
 case class SkewedPartitions(
     medianSize: Long,
@@ -15,7 +15,8 @@ case class SkewedPartitions(
     skewed: Seq[(Int, Long)],
     total: Long = 0L,
     slots: Int = 1,
-    inRows: Boolean = false) {
+    inRows: Boolean = false,
+    againstMedian: Boolean = true) {
   def nonEmpty: Boolean = skewed.nonEmpty
 
   /** The even share of the whole per task slot. */
@@ -43,6 +44,25 @@ object SkewedPartitions {
 
   def find(sizes: Array[Long], conf: SQLConf): SkewedPartitions =
     find(sizes, conf, TaskSlots.of(conf, sizes.length))
+
+  /**
+   * The per-slot share alone decides: a partition is skewed when it is larger than the floor and
+   * than the skew factor times the even share of the whole per task slot, however large the other
+   * partitions are. So one partition holding a whole stage (a window without PARTITION BY), or a
+   * few keys in about as many partitions on many more slots, is skewed where the median test
+   * would find it typical. The slots are those of a stage of `splitTasks` tasks, as many as the
+   * split can make.
+   */
+  def bySlotShare(sizes: Array[Long], conf: SQLConf, splitTasks: Int): SkewedPartitions = {
+    val floor = conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
+    val slots = TaskSlots.of(conf, math.max(sizes.length, splitTasks))
+    val withMedian = find(sizes, conf, slots, floor)
+    val limit = threshold(0L, withMedian.slotShare, conf, floor)
+    withMedian.copy(
+      threshold = limit,
+      skewed = sizes.indices.filter(sizes(_) > limit).map(i => (i, sizes(i))),
+      againstMedian = false)
+  }
 
   def find(sizes: Array[Long], conf: SQLConf, slots: Int): SkewedPartitions =
     find(sizes, conf, slots, conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))

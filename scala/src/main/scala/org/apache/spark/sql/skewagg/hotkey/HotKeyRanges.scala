@@ -158,10 +158,11 @@ object HotKeyRanges {
    * when its estimated rows are at least `minKeyRows` and more than an average one of
    * `hashPartitions` partitions. Each is split into about (its rows / average partition rows)
    * ranges, at most `maxSplits`, with bounds at weighted quantiles of its sampled order tuples
-   * (Spark's `RangePartitioner.determineBounds`); a key whose sample gives no bound stays
-   * unsplit. Only a key of more than `factor` times the per-slot share (the input's rows /
-   * `slots`) is split: below it, the key's task is not longer than an even share of the work on
-   * those slots (a `factor` of 0 leaves that test to the caller).
+   * (Spark's `RangePartitioner.determineBounds`, less a bound at the largest sampled tuple); a
+   * key whose sample gives no bound stays unsplit. Only a key of more than `factor` times the
+   * per-slot share (the input's rows / `slots`) is split: below it, the key's task is not longer
+   * than an even share of the work on those slots (a `factor` of 0 leaves that test to the
+   * caller).
    *
    * One routing per order of `orders` (one order; or a chain of windows on the same keys, each
    * with its own): the same hot keys, each order's own bounds. The first routing has
@@ -261,9 +262,12 @@ object HotKeyRanges {
         val bounds = orders.indices.map { i =>
           val sliced = if (orders.size == 1) values
           else values.map { case (v, w) => (valuesOf(i)(v).copy(), w) }
+          // A bound at the largest value sampled sends no sampled row above it (every row of
+          // the key has one order value, say): no split of its own.
+          val largest = sliced.iterator.map(_._1).max(byOrder(i))
           RangePartitioner.determineBounds(sliced, splits)(
             byOrder(i),
-            ClassTag(classOf[UnsafeRow]))
+            ClassTag(classOf[UnsafeRow])).filter(byOrder(i).lt(_, largest))
         }
         if (bounds.exists(_.nonEmpty)) hot += ((key, bounds))
       }

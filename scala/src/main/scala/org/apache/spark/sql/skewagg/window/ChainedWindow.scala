@@ -29,5 +29,6 @@ object ChainedWindow {
 
   /** The order each window of `chain` reads its rows in: its sort's, or the one below's. */
   def sortOrders(chain: Seq[ChainedWindow]): Seq[Seq[SortOrder]] =
-    chain.tail.scanLeft(chain.head.sort.get)((below, window) => window.sort.getOrElse(below))
+    chain.tail.scanLeft(chain.head.sort.getOrElse(Nil))((below, window) =>
+      window.sort.getOrElse(below))
 }

@@ -83,16 +83,26 @@ private[window] final class HotKeySplitWindowEvaluator(
     }
     val pieces = inputReading(pieceSpecs).execute()
     val minKeyRows = conf.getConf(SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS)
+    // Without PARTITION BY the one key is the whole partition: split into pieces of the target
+    // size, not only at its map outputs' bounds (a few map tasks can write the whole table), its
+    // bounds sampled from at least as many map outputs as it may have ranges (the order is often
+    // that of the input's files).
+    val global = plan.partitionSpec.isEmpty
+    val slices =
+      if (!global) pieceSpecs.size
+      else math.max(pieceSpecs.size, math.ceil(skew.skewed.map(_._2).sum.toDouble / target).toInt)
     val (sampleSpecs, sampleWeights) = SampledMapOutputs.of(
       stats.shuffleId,
       skew.skewed.map(_._1).filter(i => skewedSpecs.exists(reducers(_).contains(i))),
-      conf.getConf(SkewAggConf.WINDOW_SPLIT_SAMPLE_FRACTION)).unzip
+      conf.getConf(SkewAggConf.WINDOW_SPLIT_SAMPLE_FRACTION),
+      atLeast = if (global) math.min(slices, conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_SPLITS))
+      else 1).unzip
     val sampled = HotKeyRanges.sample(
       inputReading(sampleSpecs).execute(),
       plan.partitionSpec,
       windows.indices.map(routingOrder),
       child.output,
-      hashPartitions = pieceSpecs.size,
+      hashPartitions = slices,
       minKeyRows,
       conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_SPLITS),
       conf.getConf(SkewAggConf.WINDOW_SPLIT_SAMPLE_SIZE),
@@ -117,11 +127,12 @@ private[window] final class HotKeySplitWindowEvaluator(
     val chained = ranges.tail.filter(_.hotKeys.nonEmpty)
       .map(r => s", then by the next window's order into ${r.numSplits} tasks")
     val others =
-      if (ranges.head.hotKeys.isEmpty) ""
+      if (ranges.head.hotKeys.isEmpty || global) ""
       else s"; the other keys of those partitions into $ordinaryTasks task(s)"
-    val skewed =
-      s"${HotKeySplitWindowExec.describe(skew, plan.forced)}, read in ${pieceSpecs.size} " +
-        s"pieces; $split${chained.mkString}$others"
+    val found = HotKeySplitWindowExec.describe(skew, plan.forced, global)
+    val skewed = s"$found, read in ${pieceSpecs.size} pieces; " +
+      (if (global) wholePartition(split) else split) +
+      s"${chained.mkString}$others"
     if (ranges.head.hotKeys.isEmpty) return finish(sparkWindow(child).execute(), skewed)
 
     pipeline.metrics.recordSplit(ranges.head.hotKeys.size, tasks)
@@ -137,6 +148,12 @@ private[window] final class HotKeySplitWindowEvaluator(
          else Seq(sparkWindow(inputReading(ordinarySpecs)).execute()))
     finish(pipeline.union(parts), skewed)
   }
+
+  /** The split's text said of the one key of a window without PARTITION BY. */
+  private def wholePartition(split: String): String = split
+    .replace("1 hot key split", "the whole partition split")
+    .replace("no hot key split", "not split")
+    .replace("the largest key estimated", "the partition estimated")
 
   private def finish(result: RDD[InternalRow], decision: String): RDD[InternalRow] = {
     SkewAggDecisions.note(plan, AtRunTime(HotKeySplitWindowExec.Step, decision))

@@ -9,8 +9,8 @@ import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  SkewAggDecision, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec, SkewAggWindowExec,
-  SkewedPartitions
+  SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
+  SkewAggWindowExec, SkewedPartitions
 }
 import org.apache.spark.sql.skewagg.hotkey.{HotKeySplitMetrics, HotKeySplitPipeline}
 
@@ -168,19 +168,38 @@ object HotKeySplitWindowExec {
    */
   val Step = "window split"
 
-  /** The window's skewed partitions: with the SKEW_AGG hint (`forced`), all that hold rows. */
+  /**
+   * The window's skewed partitions, by the per-slot share alone (a few keys in about as many
+   * partitions, or the one partition of a window without PARTITION BY, outlast an even share of
+   * the stage on many slots however alike they are): with the SKEW_AGG hint (`forced`), all that
+   * hold rows.
+   */
   def skewOf(sizes: Array[Long], forced: Boolean, conf: SQLConf): SkewedPartitions = {
-    val found = SkewedPartitions.find(sizes, conf)
+    val found =
+      SkewedPartitions.bySlotShare(sizes, conf, conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_SPLITS))
     if (!forced) found
     else found.copy(skewed = sizes.indices.filter(sizes(_) > 0).map(i => (i, sizes(i))))
   }
 
-  /** "1 skewed partition(s) of the window's shuffle (partition 3 is 143.3 KiB, 40x ...)". */
-  def describe(skew: SkewedPartitions, forced: Boolean): String = {
-    val partitions =
-      if (forced) s"hint ${SkewAggHints.Force}: ${skew.skewed.size} partition(s) of the " +
-        "window's shuffle read as skewed"
-      else s"${skew.skewed.size} skewed partition(s) of the window's shuffle"
-    s"$partitions (${SkewAggLocalStageExec.describe("partition", skew)})"
-  }
+  /**
+   * "1 skewed partition(s) of the window's shuffle (partition 3 is 143.3 KiB, 40x ...)"; without
+   * PARTITION BY (`global`), "no PARTITION BY: Spark runs the window in one task (58.2 MiB, 13x
+   * the per-slot share on 64 slots)".
+   */
+  def describe(skew: SkewedPartitions, forced: Boolean, global: Boolean = false): String =
+    if (global) {
+      val size = skew.skewed.map(_._2).sum
+      val share =
+        if (skew.slotShare > 0) f", ${size.toDouble / skew.slotShare}%.0fx the per-slot share " +
+          s"on ${skew.slots} slots"
+        else ""
+      val hint = if (forced) s"hint ${SkewAggHints.Force}; " else ""
+      s"${hint}no PARTITION BY: Spark runs the window in one task (${skew.format(size)}$share)"
+    } else {
+      val partitions =
+        if (forced) s"hint ${SkewAggHints.Force}: ${skew.skewed.size} partition(s) of the " +
+          "window's shuffle read as skewed"
+        else s"${skew.skewed.size} skewed partition(s) of the window's shuffle"
+      s"$partitions (${SkewAggLocalStageExec.describe("partition", skew)})"
+    }
 }

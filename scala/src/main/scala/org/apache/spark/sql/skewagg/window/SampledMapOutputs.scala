@@ -8,21 +8,22 @@ object SampledMapOutputs {
 
   /**
    * The map outputs of the skewed `reducers` the sample reads ([[systematic]] of their
-   * sizes; n is `fraction` of the non-empty ones, at least one per reducer), each with the rows
-   * each of its rows stands for. Map outputs are runs of the input, so an order correlated with
-   * the input's position is sampled across all of it.
+   * sizes; n is `fraction` of the non-empty ones, at least one per reducer and at least
+   * `atLeast`), each with the rows each of its rows stands for. Map outputs are runs of the input,
+   * so an order correlated with the input's position is sampled across all of it.
    */
   def of(
       shuffleId: Int,
       reducers: Seq[Int],
-      fraction: Double): Seq[(ShufflePartitionSpec, Double)] = {
+      fraction: Double,
+      atLeast: Int = 1): Seq[(ShufflePartitionSpec, Double)] = {
     val tracker = SparkEnv.get.mapOutputTracker.asInstanceOf[MapOutputTrackerMaster]
     val outputs = reducers.flatMap { r =>
       tracker.shuffleStatuses(shuffleId).withMapStatuses(_.toSeq.zipWithIndex.map {
         case (status, m) => (r, m, if (status == null) 0L else status.getSizeForBlock(r))
       })
     }.filter(_._3 > 0).toIndexedSeq
-    val n = math.max(reducers.size, math.ceil(outputs.size * fraction).toInt)
+    val n = math.max(math.max(reducers.size, atLeast), math.ceil(outputs.size * fraction).toInt)
     systematic(outputs.map(_._3), n).map { case (i, weight) =>
       val (r, m, size) = outputs(i)
       (PartialReducerPartitionSpec(r, m, m + 1, size), weight)

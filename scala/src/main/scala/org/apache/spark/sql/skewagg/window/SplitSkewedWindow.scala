@@ -36,8 +36,12 @@ import org.apache.spark.sql.skewagg.window.SplitSkewedWindow.Rewrite
  * With the SKEW_AGG hint on the window, every partition of its shuffle is read as skewed (hot
  * keys are still found by the sample).
  *
+ * A window without PARTITION BY (Spark moves every row to one partition, one task) is the same
+ * split with one key: its partition split by ranges of its order when it outlasts an even share
+ * of the stage on the task slots ([[HotKeySplitWindowExec.skewOf]]).
+ *
  * Refuses (recorded on each window of the chain) when skewagg or `spark.skewagg.window.enabled` is
- * off, the hint NO_SKEW_AGG is on the window, the window has no PARTITION BY, a key is a collated
+ * off, the hint NO_SKEW_AGG is on the window, a key is a collated
  * string (the split routes keys as binary rows), a function or frame cannot be split
  * ([[WindowSplitSupport]]), the input is not deterministic (it is read more than once; first and
  * last values are, but for ties), a window of a chain orders by a result of a window below it (the
@@ -63,7 +67,13 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
           // which a plan that keeps the windows reads.
           val accepted = ValidateRequirements.validate(rewritten)
           val decision = if (accepted) rewrite
-          else {
+          else if (chain.head.partitionSpec.isEmpty) {
+            Refused(
+              s"${SplitSkewedWindow.OneTask}; a node above relies on the window's output being " +
+                "one partition (a global aggregate, or a window without PARTITION BY over " +
+                "other nodes), which splitting it would break.",
+              Rewrite)
+          } else {
             Refused(
               "a node above relies on the window's output being partitioned by its keys (an " +
                 "aggregate on them, or a window on them over other nodes), which splitting a " +
@@ -90,17 +100,25 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     def record(decision: SkewAggDecision) = chain.foreach(SkewAggDecisions.record(_, decision))
     def refuse(reason: String) = { record(Refused(reason, Rewrite)); None }
     val keys = chain.head.partitionSpec
-    val inputColumns = chain.head.child.asInstanceOf[SortExec].child.outputSet
+    val inputColumns = sortInput(chain.head).outputSet
+    val global = keys.isEmpty
     if (hints.exists(!_.force)) {
       refuse(s"hint ${SkewAggHints.Forbid}.")
     } else if (skew.exists(!_.nonEmpty)) {
-      record(NotSkewed.ofShuffle("the window's shuffle", sizes.get, conf))
-      None
+      val notSkewed = NotSkewed.ofShuffle("the window's shuffle", sizes.get, skew.get, conf)
+      if (global) {
+        refuse(s"${SplitSkewedWindow.OneTask} of ${skew.get.format(sizes.get.sum)}, left " +
+          s"there: ${notSkewed.why}, so splitting it by order would not pay.")
+      } else {
+        record(notSkewed)
+        None
+      }
     } else if (!conf.getConf(SkewAggConf.WINDOW_ENABLED)) {
-      record(SwitchedOff("hot keys of the window not split", SkewAggConf.WINDOW_ENABLED))
+      record(SwitchedOff(
+        if (global) s"${SplitSkewedWindow.OneTask}, not split by order"
+        else "hot keys of the window not split",
+        SkewAggConf.WINDOW_ENABLED))
       None
-    } else if (keys.isEmpty) {
-      refuse("the window has no PARTITION BY: its one partition is not split.")
     } else if (!keys.forall(k => Collations.binaryStable(k.dataType))) {
       refuse("a PARTITION BY key is a collated string: keys equal but not byte-equal would be " +
         "routed apart.")
@@ -128,15 +146,25 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
             windows,
             keys,
             forced,
-            chain.head.child.asInstanceOf[SortExec].child)
+            sortInput(chain.head))
           split.setLogicalLink(chain.last.logicalLink.orNull)
           val what = if (chain.size == 1) "the window's" else s"a chain of ${chain.size} windows'"
           val rewrite = Rewritten(
-            skew.fold(
-              s"hot keys of $what partitions split by order if its shuffle is skewed when it " +
-                "runs (without adaptive execution its sizes are known only then)")(s =>
-              s"hot keys of $what skewed partitions split by order: " +
-                HotKeySplitWindowExec.describe(s, forced)),
+            (skew, global) match {
+              case (None, false) =>
+                s"hot keys of $what partitions split by order if its shuffle is skewed when " +
+                  "it runs (without adaptive execution its sizes are known only then)"
+              case (None, true) =>
+                s"${SplitSkewedWindow.OneTask}: split by ranges of its order when its input " +
+                  "has run, if it outlasts an even share of the stage (without adaptive " +
+                  "execution its size is known only then)"
+              case (Some(s), false) =>
+                s"hot keys of $what skewed partitions split by order: " +
+                  HotKeySplitWindowExec.describe(s, forced)
+              case (Some(s), true) =>
+                s"${HotKeySplitWindowExec.describe(s, forced, global = true)}: split by " +
+                  "ranges of its order"
+            },
             Rewrite)
           Some((split, rewrite))
       }
@@ -166,6 +194,12 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
       order.take(window.partitionSpec.size) ==
       window.requiredChildOrdering.head.take(window.partitionSpec.size)
 
+  /** What the window's sort reads ([[inputOf]]); without keys and order, maybe its child. */
+  private def sortInput(window: WindowExec): SparkPlan = window.child match {
+    case SortExec(order, false, input, _) if sortsFor(window, order) => input
+    case other => other
+  }
+
   /**
    * Between a window's sort and its shuffle: the Project / Filter `nodes`, and the shuffle's
    * `sizes` by partition (None: not run yet, without adaptive execution).
@@ -173,23 +207,26 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
   private case class WindowInput(nodes: Seq[SparkPlan], sizes: Option[Array[Long]])
 
   /**
-   * The window's input, when the window sits on the sort Spark placed for it, over Project /
-   * Filter and its own shuffle: a materialized stage (adaptive) or a planned exchange (otherwise).
+   * The window's input, when the window sits on the sort Spark placed for it (none for a window
+   * without keys and order), over Project / Filter and its own shuffle: a materialized stage
+   * (adaptive) or a planned exchange (otherwise).
    */
-  private def inputOf(window: WindowExec): Option[WindowInput] = window.child match {
-    case SortExec(order, false, sortInput, _) if sortsFor(window, order) =>
-      def down(plan: SparkPlan, nodes: Seq[SparkPlan]): Option[WindowInput] = plan match {
-        case p @ (_: ProjectExec | _: FilterExec) => down(p.children.head, nodes :+ p)
-        case s: ShuffleQueryStageExec
-            if adaptive && s.isMaterialized && s.mapStats.isDefined &&
-              s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
-          Some(WindowInput(nodes, Some(s.mapStats.get.bytesByPartitionId)))
-        case e: ShuffleExchangeExec if !adaptive && e.shuffleOrigin == ENSURE_REQUIREMENTS =>
-          Some(WindowInput(nodes, None))
-        case _ => None
-      }
-      down(sortInput, Nil)
-    case _ => None
+  private def inputOf(window: WindowExec): Option[WindowInput] = {
+    def down(plan: SparkPlan, nodes: Seq[SparkPlan]): Option[WindowInput] = plan match {
+      case p @ (_: ProjectExec | _: FilterExec) => down(p.children.head, nodes :+ p)
+      case s: ShuffleQueryStageExec
+          if adaptive && s.isMaterialized && s.mapStats.isDefined &&
+            s.shuffle.shuffleOrigin == ENSURE_REQUIREMENTS =>
+        Some(WindowInput(nodes, Some(s.mapStats.get.bytesByPartitionId)))
+      case e: ShuffleExchangeExec if !adaptive && e.shuffleOrigin == ENSURE_REQUIREMENTS =>
+        Some(WindowInput(nodes, None))
+      case _ => None
+    }
+    window.child match {
+      case SortExec(order, false, sortInput, _) if sortsFor(window, order) => down(sortInput, Nil)
+      case unsorted if window.requiredChildOrdering.head.isEmpty => down(unsorted, Nil)
+      case _ => None
+    }
   }
 }
 
@@ -197,4 +234,7 @@ object SplitSkewedWindow {
 
   /** The rewrite's name in its records (`SkewAggDecision.Rewritten` and `Refused`). */
   val Rewrite = "hot keys of a window split by order"
+
+  /** What Spark does with a window without PARTITION BY, as its records say it. */
+  val OneTask = "the window has no PARTITION BY: Spark runs it in one task"
 }

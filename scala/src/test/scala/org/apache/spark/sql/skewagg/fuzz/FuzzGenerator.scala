@@ -206,8 +206,8 @@ object FuzzGenerator {
    * aggregates), with an ORDER BY that has ties (functions whose rows do not depend on the order
    * of ties: ranks, RANGE and whole frames), or with a total order (every column after it: any
    * function, identical rows being interchangeable). Some functions are not split. A third of
- * the cases add windows on the same keys with another order, whose functions do not depend on
- * the order of ties (a chain of windows).
+   * the cases add windows on the same keys with another order, whose functions do not depend on
+   * the order of ties (a chain of windows); a quarter have no PARTITION BY.
    */
   def window(seed: Long, index: Int): FuzzCase = {
     val r = new Random(seed * 1000003L + index + 0x77696e64L)
@@ -288,7 +288,11 @@ object FuzzGenerator {
         s"$f OVER (PARTITION BY $partitionBy ORDER BY $other) AS c$i"
       }
     }
-    val query = s"SELECT f.*, ${(select ++ chained).mkString(", ")} FROM t1 f$where"
+    // A quarter of the cases: no PARTITION BY (the whole table one partition, issue 67), drawn
+    // last so that the other cases stay as they were.
+    val windows = if (r.nextInt(4) > 0) select ++ chained
+    else (select ++ chained).map(_.replace(s"PARTITION BY $partitionBy", "").replace("( ", "("))
+    val query = s"SELECT f.*, ${windows.mkString(", ")} FROM t1 f$where"
     FuzzCase(
       seed,
       index,

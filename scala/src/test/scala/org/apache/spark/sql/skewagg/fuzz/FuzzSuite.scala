@@ -56,6 +56,10 @@ class FuzzSuite extends SkewAggSuiteBase {
     val chains = outcomes.filter(_.fuzzCase.query.contains(" AS c0"))
     info(s"${chains.count(_.rewritten)} of ${chains.size} chains of windows rewritten")
     if (slice.whole) assert(chains.exists(_.rewritten), summary.text)
+    // Windows without PARTITION BY: the whole table one partition, split by order too.
+    val global = outcomes.filterNot(_.fuzzCase.query.contains("PARTITION BY"))
+    info(s"${global.count(_.rewritten)} of ${global.size} windows without PARTITION BY rewritten")
+    if (slice.whole) assert(global.exists(_.rewritten), summary.text)
   }
 
   private val OptimizerWindowCases = total("SKEWAGG_FUZZ_OPTIMIZER_WINDOW_CASES", 60)

@@ -457,15 +457,6 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       windowDecisions(d))
   }
 
-  test("refused: a window without PARTITION BY, even with SKEW_AGG") {
-    val whole = queried("SELECT /*+ SKEW_AGG */ *, sum(v) OVER (ORDER BY o) AS s FROM t")
-    assert(splits(whole).isEmpty)
-    assert(
-      windowDecisions(whole).contains(
-        "left alone: the window has no PARTITION BY: its one partition is not split."),
-      windowDecisions(whole))
-  }
-
   test("an aggregate on the window's key above: the window is not split") {
     val d = queried(
       "SELECT k, max(rn) FROM (SELECT k, row_number() OVER (PARTITION BY k ORDER BY o) AS rn " +

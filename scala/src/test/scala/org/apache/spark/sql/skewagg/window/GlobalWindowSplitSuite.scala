@@ -1,0 +1,218 @@
+package org.apache.spark.sql.skewagg.window
+
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.execution.window.WindowExec
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.skewagg.{
+  Differential, EveryBuild, SkewAggConf, SkewAggDecisions, SkewAggSuiteBase, SkewTestData,
+  SpreadOverBuilds
+}
+import org.apache.spark.sql.skewagg.explain.SkewAggExplain
+
+/**
+ * Windows without PARTITION BY: Spark moves every row to one partition and runs the window in
+ * one task; split by ranges of its order at run time (adaptive execution or not), exact.
+ */
+class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
+
+  private val conf = SkewTestData.conf ++ Seq(
+    SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key -> "100",
+    SkewAggConf.WINDOW_SPLIT_SAMPLE_SIZE.key -> "2000",
+    SkewAggConf.WINDOW_SPLIT_MAX_SPLITS.key -> "12")
+
+  /**
+   * `(o, i, t, v, d, f)` in 8 partitions: o unique; i with ties (0 to 96, null every 101st); t a
+   * timestamp-like long with runs of 7 equal values; v a long; d a decimal; f a double with NaN,
+   * -0.0, 0.0 and nulls.
+   */
+  private def table(s: SparkSession, rows: Int = 20000): DataFrame = {
+    val id = col("id")
+    s.range(0, rows, 1, 8).select(
+      ((id * 104729) % rows).as("o"),
+      when(id % 101 === 0, lit(null)).otherwise(id % 97).cast("int").as("i"),
+      (((id * 7919) % rows) / 7).as("t"),
+      when(id % 53 === 0, lit(null)).otherwise(id * 31 % 1000 - 400).as("v"),
+      (id % 1000 / 8).cast("decimal(12,3)").as("d"),
+      when(id % 89 === 3, lit(Double.NaN)).when(id % 13 === 1, lit(-0.0))
+        .when(id % 13 === 2, lit(0.0)).when(id % 97 === 5, lit(null).cast("double"))
+        .otherwise(floor(id / 3) % 50 - 10.5).as("f"))
+  }
+
+  /** `sql` over the table (of `rows` rows) as `t`. */
+  private def queried(sql: String, rows: Int = 20000, extra: Seq[(String, String)] = Nil) =
+    differential(
+      s => { table(s, rows).createOrReplaceTempView("t"); s.sql(sql) },
+      conf ++ extra: _*)
+
+  private def windowed(select: String): Differential = queried(s"SELECT *, $select FROM t")
+
+  private def splits(d: Differential, adaptive: Boolean): Seq[HotKeySplitWindowExec] =
+    nodes[HotKeySplitWindowExec](d.plan(on = true, adaptive))
+
+  /** The window split, with and without adaptive execution, into several ranges of its order. */
+  private def assertSplit(d: Differential): Unit = for (adaptive <- Seq(true, false)) {
+    val split = splits(d, adaptive)
+    assert(split.size == 1, d.plan(on = true, adaptive))
+    assert(split.head.partitionSpec.isEmpty)
+    val decision = split.head.decision
+    assert(
+      decision.matches("no PARTITION BY: Spark runs the window in one task \\(.*, \\d+x the " +
+        "per-slot share on 64 slots\\), read in \\d+ pieces; the whole partition split by " +
+        "(order|map-output piece \\(no order\\)) into \\d+ tasks.*"),
+      decision)
+    assert(!decision.contains("other keys"), decision)
+    assert(split.head.metrics("splits").value >= 2, decision)
+    assert(nodes[WindowExec](d.plan(on = true, adaptive)).isEmpty, d.plan(on = true, adaptive))
+  }
+
+  /** What the rule recorded about the windows of skewagg's adaptive plan. */
+  private def windowDecisions(d: Differential): Seq[String] =
+    nodes[WindowExec](d.plan(on = true, adaptive = true)).flatMap { w =>
+      w.collect { case n => SkewAggDecisions.of(n) }.flatten
+    }.map(_.text).distinct
+
+  test("ranking functions over a unique order, ascending and descending", EveryBuild) {
+    for (order <- Seq("o", "o DESC")) {
+      val w = s"(ORDER BY $order)"
+      assertSplit(windowed(
+        s"row_number() OVER $w AS rn, rank() OVER $w AS r, dense_rank() OVER $w AS dr, " +
+          s"percent_rank() OVER $w AS pr, cume_dist() OVER $w AS cd, ntile(7) OVER $w AS nt, " +
+          s"ntile(100000) OVER $w AS nt_many"))
+    }
+  }
+
+  test("ties across cuts, nulls first and last, several order keys: peers in one range") {
+    for (order <- Seq("i", "i DESC", "i ASC NULLS LAST", "i DESC NULLS FIRST, d", "t, i")) {
+      val w = s"(ORDER BY $order)"
+      assertSplit(windowed(
+        s"rank() OVER $w AS r, dense_rank() OVER $w AS dr, percent_rank() OVER $w AS pr, " +
+          s"cume_dist() OVER $w AS cd, sum(v) OVER $w AS s, count(*) OVER $w AS c, " +
+          s"max(d) OVER $w AS hi, sum(d) OVER $w AS sd, avg(d) OVER $w AS ad"))
+    }
+  }
+
+  test("running ROWS frames: sums, counts, min, max, decimal averages") {
+    val rows = "(ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    assertSplit(windowed(
+      s"sum(v) OVER $rows AS s, count(v) OVER $rows AS c, min(f) OVER $rows AS lo, " +
+        s"max(i) OVER $rows AS hi, avg(d) OVER $rows AS a, sum(d) OVER $rows AS sd, " +
+        "row_number() OVER (ORDER BY o) AS rn"))
+  }
+
+  test("lag and lead reaching across cuts, defaults, lag IGNORE NULLS", EveryBuild) {
+    val w = "(ORDER BY o)"
+    assertSplit(windowed(
+      s"lag(v) OVER $w AS l1, lag(v, 3, -1) OVER $w AS l3, lead(v) OVER $w AS n1, " +
+        s"lead(d, 5) OVER $w AS n5, lag(v) IGNORE NULLS OVER $w AS ln, " +
+        s"lag(i, 40) IGNORE NULLS OVER $w AS ln40"))
+  }
+
+  test("first, last and nth values in running and whole frames") {
+    val w = "(ORDER BY o)"
+    val whole = "(ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
+    assertSplit(windowed(
+      s"first_value(v) OVER $w AS fv, last_value(v) OVER $w AS lv, nth_value(v, 3) OVER $w " +
+        s"AS n3, first_value(v, true) OVER $whole AS fw, last_value(f) OVER $whole AS lw, " +
+        s"nth_value(i, 50) OVER $whole AS n50"))
+  }
+
+  test("whole-table aggregates without ORDER BY: the table's values on every row") {
+    assertSplit(windowed(
+      "sum(v) OVER () AS s, count(*) OVER () AS c, min(f) OVER () AS lo, max(d) OVER () AS hi, " +
+        "sum(d) OVER () AS sd"))
+  }
+
+  test("a chain of windows, each by its own order") {
+    val d = windowed(
+      "row_number() OVER (ORDER BY o) AS rn, sum(v) OVER (ORDER BY t, o) AS run, " +
+        "lag(d) OVER (ORDER BY i DESC NULLS LAST, o) AS l, rank() OVER (ORDER BY t) AS r")
+    assertSplit(d)
+    assert(splits(d, adaptive = true).head.windows.size >= 2)
+    assert(
+      splits(d, adaptive = true).head.decision.contains("then by the next window's order into"),
+      splits(d, adaptive = true).head.decision)
+  }
+
+  test("one order value for every row: no range to split, Spark's window, exact") {
+    val d = windowed(
+      "row_number() OVER (ORDER BY c) AS rn, sum(v) OVER (ORDER BY c) AS s, " +
+        "rank() OVER (ORDER BY c) AS r",
+      "(SELECT *, 1 AS c FROM t)")
+    for (adaptive <- Seq(true, false)) {
+      val split = splits(d, adaptive)
+      assert(split.size == 1 && split.head.metrics("splits").value == 0, split)
+      assert(split.head.decision.contains("not split"), split.head.decision)
+    }
+  }
+
+  test("a whole-table aggregate beside ordered windows: one chain, every window split") {
+    val d = windowed(
+      "sum(v) OVER () AS total, row_number() OVER (ORDER BY o) AS rn, " +
+        "v / sum(v) OVER () AS share, lag(v) OVER (ORDER BY o) AS prev")
+    assertSplit(d)
+  }
+
+  private def windowed(select: String, from: String): Differential =
+    queried(s"SELECT *, $select FROM $from")
+
+  test("empty input and one row: Spark's window", EveryBuild) {
+    for (rows <- Seq(0, 1)) {
+      val d = queried(
+        "SELECT *, row_number() OVER (ORDER BY o) AS rn, sum(v) OVER (ORDER BY o) AS s FROM t",
+        rows)
+      assert(splits(d, adaptive = true).isEmpty, d.plan(on = true, adaptive = true))
+    }
+  }
+
+  test("a filter on the row number, and a top-N Spark limits per window") {
+    for (limit <- Seq("rn <= 10", "rn = 15000", "r < 3")) {
+      queried(
+        "SELECT * FROM (SELECT *, row_number() OVER (ORDER BY o) AS rn, rank() OVER (ORDER BY " +
+          s"t) AS r FROM t) WHERE $limit")
+    }
+  }
+
+  test(
+    "the explanation: no PARTITION BY, one task, split or left alone with the reason",
+    EveryBuild) {
+    val d = windowed("row_number() OVER (ORDER BY o) AS rn")
+    for (adaptive <- Seq(true, false)) {
+      val text = SkewAggExplain.explain(d.plan(on = true, adaptive))
+      assert(text.contains("window 1: PARTITION BY : rn\n  rewritten: "), text)
+      assert(text.contains("no PARTITION BY: Spark runs the window in one task"), text)
+      assert(!text.contains("not skewed"), text)
+    }
+    // On the 2 slots of this machine the one task is not 5x an even share: left alone, saying so.
+    val onTwo = queried(
+      "SELECT *, row_number() OVER (ORDER BY o) AS rn FROM t",
+      extra = Seq(SkewAggConf.SKEW_TASK_SLOTS.key -> "2"))
+    assert(splits(onTwo, adaptive = true).isEmpty)
+    assert(
+      windowDecisions(onTwo).exists(_.matches(
+        "left alone: the window has no PARTITION BY: Spark runs it in one task of .*, left " +
+          "there: not more than 5.0x the per-slot share .* on 2 task slots .*would not pay\\.")),
+      windowDecisions(onTwo))
+    val text = SkewAggExplain.explain(onTwo.plan(on = true, adaptive = true))
+    assert(!text.contains("not skewed"), text)
+  }
+
+  test("refused with the reason: frames and functions that are not split") {
+    val refusals = Seq(
+      "sum(v) OVER (ORDER BY o ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)" -> "is not split",
+      "lead(v) IGNORE NULLS OVER (ORDER BY o)" -> "lead IGNORE NULLS is not",
+      "sum(v) OVER (ORDER BY o ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)" ->
+        "is not split")
+    for ((function, reason) <- refusals) {
+      val d = windowed(s"$function AS x")
+      assert(splits(d, adaptive = true).isEmpty)
+      assert(windowDecisions(d).exists(_.contains(reason)), windowDecisions(d))
+    }
+  }
+
+  test("a global aggregate above relies on one partition: left alone, saying so") {
+    val d = queried(
+      "SELECT max(rn), sum(s) FROM (SELECT row_number() OVER (ORDER BY o) AS rn, " +
+        "sum(v) OVER (ORDER BY o) AS s FROM t)")
+    assert(splits(d, adaptive = true).isEmpty, d.plan(on = true, adaptive = true))
+  }
+}
