@@ -37,6 +37,16 @@ object FusedAggregates {
     case _ => false
   }
 
+  /**
+   * A fused aggregate without grouping keys: one Complete-mode phase over input that is one
+   * partition already (the rows of a window without PARTITION BY, say).
+   */
+  def isFusedGlobal(plan: SparkPlan): Boolean = plan match {
+    case agg: BaseAggregateExec if agg.requiredChildDistributionExpressions.contains(Nil) =>
+      agg.aggregateExpressions.nonEmpty && agg.aggregateExpressions.forall(_.mode == Complete)
+    case _ => false
+  }
+
   /** A partial aggregate below `plan`, through exchanges, sorts and row-local operators. */
   private def partialBelow(plan: SparkPlan): Boolean = PartialAggregates.unwrap(plan) match {
     case a if PartialAggregates.isPartial(a) => true
@@ -48,12 +58,12 @@ object FusedAggregates {
   }
 
   /**
-   * `agg`, fused, as Spark plans its two halves: (final, partial), the final half reading the
+   * `agg`, fused (with or without grouping keys), as Spark plans its two halves: (final, partial), the final half reading the
    * partial one, both linked to `agg`'s logical aggregate (hints and adaptive re-planning read
    * it). None when `agg` is not fused or not planned as two halves.
    */
   def halves(agg: BaseAggregateExec): Option[(BaseAggregateExec, BaseAggregateExec)] = {
-    if (!isFused(agg)) return None
+    if (!isFused(agg) && !isFusedGlobal(agg)) return None
     AggUtils.planAggregateWithoutDistinct(
       agg.groupingExpressions,
       outputNamed(agg),
@@ -109,7 +119,7 @@ object FusedAggregates {
   def splitWhere(plan: SparkPlan, candidate: SparkPlan => Boolean)(
       rule: SparkPlan => SparkPlan): SparkPlan = {
     val split = plan.transformUp {
-      case agg: BaseAggregateExec if isFused(agg) =>
+      case agg: BaseAggregateExec if isFused(agg) || isFusedGlobal(agg) =>
         halves(agg).filter { case (_, partial) => candidate(partial) }.map { case (top, partial) =>
           top.setTagValue(SplitFrom, (agg, partial))
           top

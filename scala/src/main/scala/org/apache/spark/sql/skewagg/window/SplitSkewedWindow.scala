@@ -5,12 +5,11 @@ import org.apache.spark.sql.catalyst.expressions.SortOrder
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{FilterExec, ProjectExec, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.ShuffleQueryStageExec
-import org.apache.spark.sql.execution.exchange.{
-  ENSURE_REQUIREMENTS, ShuffleExchangeExec, ValidateRequirements
-}
+import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeExec}
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.skewagg.{
-  Collations, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints
+  CheapExchanges, Collations, FusedAggregates, PartialAggregates, SkewAggConf, SkewAggDecision,
+  SkewAggDecisions, SkewAggHints
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritten, SwitchedOff}
 import org.apache.spark.sql.skewagg.window.SplitSkewedWindow.Rewrite
@@ -46,7 +45,9 @@ import org.apache.spark.sql.skewagg.window.SplitSkewedWindow.Rewrite
  * ([[WindowSplitSupport]]), the input is not deterministic (it is read more than once; first and
  * last values are, but for ties), a window of a chain orders by a result of a window below it (the
  * routing samples the input's columns), or a node above relies on the window's output being
- * hash-partitioned by its keys (an aggregate on those keys, a window the chain does not hold).
+ * hash-partitioned by its keys (one partition without keys) where the exchange that would give
+ * it back moves every row (a window the chain does not hold); an aggregate on those keys above
+ * (a global one without keys) gets an exchange of its partial aggregates.
  */
 case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     extends Rule[SparkPlan] {
@@ -62,29 +63,43 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
       decide(chain, input) match {
         case None => current
         case Some((split, rewrite)) =>
-          val rewritten = current.transformUp { case w if w eq chain.last => split }
+          // A node above that needs the window's output partitioned by its keys (one partition
+          // without keys) gets it through an exchange of partial aggregates (an aggregate on the
+          // keys, a global aggregate; one Spark fused is split into its halves), or the windows
+          // stay.
+          var accepted = false
+          val rewritten = FusedAggregates.splitWhere(current, readsWindow(chain.last)) { plan =>
+            val replaced = CheapExchanges.withCheapExchanges(plan, minAdded = 0)(
+              _.transformUp { case w if w eq chain.last => split })
+            accepted = !(replaced eq plan)
+            replaced
+          }
           // Recorded only once taken: the record also goes on the stages below the windows,
           // which a plan that keeps the windows reads.
-          val accepted = ValidateRequirements.validate(rewritten)
           val decision = if (accepted) rewrite
           else if (chain.head.partitionSpec.isEmpty) {
             Refused(
               s"${SplitSkewedWindow.OneTask}; a node above relies on the window's output being " +
-                "one partition (a global aggregate, or a window without PARTITION BY over " +
-                "other nodes), which splitting it would break.",
+                "one partition (a window without PARTITION BY over other nodes), which " +
+                "splitting it would break, and gathering it again would move every row.",
               Rewrite)
           } else {
             Refused(
-              "a node above relies on the window's output being partitioned by its keys (an " +
-                "aggregate on them, or a window on them over other nodes), which splitting a " +
-                "key would break.",
+              "a node above relies on the window's output being partitioned by its keys (a " +
+                "window on them over other nodes), which splitting a key would break, and " +
+                "repartitioning would move every row.",
               Rewrite)
           }
           chain.foreach(SkewAggDecisions.record(_, decision))
-          if (accepted) rewritten else current
+          rewritten
       }
     }
   }
+
+  /** A partial aggregate of `window`'s rows (through Project / Filter). */
+  private def readsWindow(window: WindowExec)(plan: SparkPlan): Boolean =
+    PartialAggregates.isPartial(plan) && plan.children.size == 1 &&
+      (PartialAggregates.belowRowLocal(plan.children.head) eq window)
 
   /**
    * The split windows and the rewrite's record, or None with the reason recorded on each window:

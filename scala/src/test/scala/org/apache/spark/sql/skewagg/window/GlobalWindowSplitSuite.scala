@@ -1,11 +1,12 @@
 package org.apache.spark.sql.skewagg.window
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.skewagg.{
-  Differential, EveryBuild, SkewAggConf, SkewAggDecisions, SkewAggSuiteBase, SkewTestData,
-  SpreadOverBuilds
+  CheapExchanges, Differential, EveryBuild, SkewAggConf, SkewAggDecisions, SkewAggSuiteBase,
+  SkewTestData, SpreadOverBuilds
 }
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 
@@ -209,10 +210,24 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     }
   }
 
-  test("a global aggregate above relies on one partition: left alone, saying so") {
+  test("a global aggregate above: split, its partial aggregates gathered", EveryBuild) {
     val d = queried(
-      "SELECT max(rn), sum(s) FROM (SELECT row_number() OVER (ORDER BY o) AS rn, " +
+      "SELECT max(rn), sum(s), count(*) FROM (SELECT row_number() OVER (ORDER BY o) AS rn, " +
         "sum(v) OVER (ORDER BY o) AS s FROM t)")
+    assertSplit(d)
+    for (adaptive <- Seq(true, false)) {
+      val plan = d.plan(on = true, adaptive)
+      assert(nodes[ShuffleExchangeLike](plan).exists(CheapExchanges.isCheapExchange), plan)
+    }
+  }
+
+  test("a window without PARTITION BY over a filter of the split one: left alone, saying why") {
+    val d = queried(
+      "SELECT *, sum(v) OVER (ORDER BY o) AS s FROM (SELECT *, row_number() OVER (ORDER BY o) " +
+        "AS rn FROM t) WHERE rn > 3")
     assert(splits(d, adaptive = true).isEmpty, d.plan(on = true, adaptive = true))
+    assert(
+      windowDecisions(d).exists(_.contains("relies on the window's output being one partition")),
+      windowDecisions(d))
   }
 }

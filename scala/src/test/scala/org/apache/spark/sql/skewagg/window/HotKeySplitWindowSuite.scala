@@ -2,13 +2,13 @@ package org.apache.spark.sql.skewagg.window
 
 import org.apache.spark.sql.{DataFrame, Row, SparkSession}
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.exchange.ReusedExchangeExec
+import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  ConfScopes, Differential, EveryBuild, LineFeatures, SinceSpark40, SkewAggConf, SkewAggDecisions,
-  SkewAggSuiteBase, SkewTestData, SpreadOverBuilds
+  CheapExchanges, ConfScopes, Differential, EveryBuild, LineFeatures, SinceSpark40, SkewAggConf,
+  SkewAggDecisions, SkewAggSuiteBase, SkewTestData, SpreadOverBuilds
 }
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 
@@ -457,10 +457,23 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       windowDecisions(d))
   }
 
-  test("an aggregate on the window's key above: the window is not split") {
+  test("an aggregate on the window's key above: split, its partial aggregates exchanged") {
     val d = queried(
       "SELECT k, max(rn) FROM (SELECT k, row_number() OVER (PARTITION BY k ORDER BY o) AS rn " +
         "FROM t) GROUP BY k")
+    assertSplit(d)
+    for (adaptive <- Seq(true, false)) {
+      val plan = d.plan(on = true, adaptive)
+      assert(
+        nodes[ShuffleExchangeLike](plan).exists(CheapExchanges.isCheapExchange),
+        s"no exchange of partial aggregates above the split:\n$plan")
+    }
+  }
+
+  test("a window on the key over a filter of the split one: not split, saying why") {
+    val d = queried(
+      "SELECT *, sum(v) OVER (PARTITION BY k ORDER BY o) AS s FROM (SELECT *, row_number() " +
+        "OVER (PARTITION BY k ORDER BY o) AS rn FROM t) WHERE rn > 3")
     assert(splits(d).isEmpty)
     assert(
       windowDecisions(d).exists(_.contains("a node above relies on")),
