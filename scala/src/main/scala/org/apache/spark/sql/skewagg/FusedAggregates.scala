@@ -58,9 +58,10 @@ object FusedAggregates {
   }
 
   /**
-   * `agg`, fused (with or without grouping keys), as Spark plans its two halves: (final, partial), the final half reading the
-   * partial one, both linked to `agg`'s logical aggregate (hints and adaptive re-planning read
-   * it). None when `agg` is not fused or not planned as two halves.
+   * `agg`, fused (with or without grouping keys), as Spark plans its two halves: (final,
+   * partial), the final half reading the partial one, both linked to `agg`'s logical aggregate
+   * (hints and adaptive re-planning read it). None when `agg` is not fused or not planned as two
+   * halves.
    */
   def halves(agg: BaseAggregateExec): Option[(BaseAggregateExec, BaseAggregateExec)] = {
     if (!isFused(agg) && !isFusedGlobal(agg)) return None
