@@ -509,6 +509,7 @@ def main(argv: List[str] | None = None) -> int:
                         "execution described as 'SCENARIO DATA VARIANT' (the advisor's check, "
                         "benchmarks/advise_check.py); no results or docs are written")
     args = parser.parse_args(argv)
+    tree = source_tree()  # what the run measures: the tree as it starts
     scenarios = args.scenarios.split(",")
     def section_of(scenario: str) -> str:
         return next((name for name, members in SECTIONS.items() if scenario in members),
@@ -611,7 +612,7 @@ def main(argv: List[str] | None = None) -> int:
 
     report = {
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        **source_tree(),
+        **tree,
         "rows": args.rows, "repeats": args.repeats, "warmups": args.warmups,
         "machine": "local[2]",
         "spark": spark_version, "line": line,
@@ -781,7 +782,8 @@ def memory_table(report: dict, intro: List[str]) -> str:
             f"| {r['peak_task_execution_memory'] / mib:.0f} | {r['jvm_heap_peak'] / mib:.0f} "
             f"| {r['disk_spilled'] / mib:.0f} | {'yes' if r['rewritten'] else ''} "
             f"| {'yes' if r['equal_to_vanilla'] else 'NO'} |")
-    return "\n".join(lines + makespan_ratios(by)) + "\n"
+    ratios = makespan_ratios(by)
+    return "\n".join(lines + (ratios if ratios[5:] else [])) + "\n"
 
 
 def run_counts(rows: List[dict]) -> str:
@@ -939,7 +941,8 @@ def render(report: dict) -> str:
             f"| {r['makespan512_ms'] / 1000:.2f} "
             f"| {'?' if r['rewritten'] is None else 'yes' if r['rewritten'] else ''} "
             f"| {'yes' if r['equal_to_vanilla'] else 'NO'} |")
-    return "\n".join(lines + makespan_ratios(by)) + "\n"
+    ratios = makespan_ratios(by)
+    return "\n".join(lines + (ratios if ratios[5:] else [])) + "\n"
 
 
 def render_lines(report: dict, suffix: str = "") -> str:

@@ -69,6 +69,38 @@ def rows_off_and_on(spark: SparkSession) -> List[List[Any]]:
     return [list(r) for r in results[0].collect()]
 
 
+WINDOW_SETTINGS = {
+    "spark.skewagg.skew.taskSlots": "64",
+    "spark.skewagg.window.split.minKeyRows": "100",
+}
+"""A window's split planned for 64 task slots, on a table of 30,000 rows."""
+
+GLOBAL_WINDOW = (
+    "SELECT o, row_number() OVER (ORDER BY o) AS rn, sum(v) OVER (ORDER BY o ROWS BETWEEN "
+    "UNBOUNDED PRECEDING AND CURRENT ROW) AS s, lag(v) OVER (ORDER BY o) AS l "
+    "FROM (SELECT (id * 7919) % 30000 AS o, id % 13 - 6 AS v FROM range(0, 30000, 1, 8))")
+"""A window without PARTITION BY: Spark runs it in one task."""
+
+
+def window_without_partition_by(spark: SparkSession) -> List[Any]:
+    """A window without PARTITION BY with skewagg off and on (chispa: equal rows): its rows'
+    count and sums, and whether the explanation says Spark's one task was split by order."""
+    results = []
+    with settings(spark, WINDOW_SETTINGS):
+        for on in (False, True):
+            (skewagg.enable if on else skewagg.disable)(spark)
+            try:
+                rows = spark.sql(GLOBAL_WINDOW).orderBy("o").collect()
+            finally:
+                skewagg.enable(spark)
+            results.append(spark.createDataFrame(rows, "o long, rn int, s long, l long"))
+        text = skewagg.explain_text(spark.sql(GLOBAL_WINDOW), run=True)
+    assert_df_equality(results[0], results[1])
+    totals = results[1].agg(F.count(F.lit(1)), F.sum("rn"), F.sum("s"), F.sum("l")).collect()[0]
+    return [*totals, "no PARTITION BY: Spark runs the window in one task" in text,
+            "the whole partition split by order into" in text]
+
+
 def stage_report(spark: SparkSession) -> List[List[int]]:
     """Per stage: its tasks and the records they read, sorted: the join's two map stages are
     submitted together, and which of them gets the lower stage id varies from run to run."""
@@ -88,7 +120,7 @@ def executor_builds(spark: SparkSession) -> Dict[str, str]:
 CASES: Dict[str, Callable[[SparkSession], Any]] = {
     case.__name__: case for case in (
         explain_before_run, explain_after_run, explain_with_run, rows_off_and_on, stage_report,
-        analyze, executor_builds)
+        analyze, executor_builds, window_without_partition_by)
 }
 
 

@@ -37,6 +37,14 @@ def test_the_rewrite_is_seen_through_the_client(classic_answers: Dict[str, Any])
     assert "not decided yet" in before or "rewritten" in before
 
 
+def test_a_window_without_partition_by_is_split_through_the_client(spark: SparkSession) -> None:
+    """Run from the client: Spark's rows, and the one task split by order on the server."""
+    with settings(spark, SETTINGS):
+        answer = CASES["window_without_partition_by"](spark)
+    assert answer[-2:] == [True, True], answer
+    assert answer[0] == 30000, answer
+
+
 def test_explain_before_a_run_names_what_a_connect_user_can_do(spark: SparkSession) -> None:
     with settings(spark, {**SETTINGS, "spark.skewagg.join.localAggregate.enabled": "false"}):
         text = skewagg.explain_text(skewed_join(spark, 6))
