@@ -710,12 +710,8 @@ def heap(report: dict) -> str:
 
 def render_one_task(report: dict) -> str:
     """Windows Spark runs in one task (`--scenarios window-global,window-few-keys`)."""
-    return memory_table(report, [
-        "## Windows in one task: no PARTITION BY, fewer keys than slots",
-        "",
-        "<!-- Written by `benchmarks/bench.py --scenarios window-global,window-few-keys`; do not "
-        "edit by hand. -->",
-        "",
+    return memory_table(report, written_by(
+        "Windows in one task: no PARTITION BY, fewer keys than slots", ONE_TASK) + [
         f"{measured(report)}{commit_of(report)} on {report['machine']} (2 cores, driver memory "
         f"{report.get('driver_memory', '?')}{heap(report)}), {report['rows']:,} events (ts "
         "unique, in the order of the files; g one of 4 groups; v a long), median wall time of "
@@ -730,8 +726,15 @@ def render_one_task(report: dict) -> str:
         ""])
 
 
+def written_by(title: str, scenarios: tuple) -> List[str]:
+    """A section's title and the note that `bench.py --scenarios ...` writes it."""
+    return [f"## {title}", "", f"<!-- Written by `benchmarks/bench.py --scenarios "
+            f"{','.join(scenarios)}`; do not edit by hand. -->", ""]
+
+
 def commit_of(report: dict) -> str:
-    """", at commit abc1234" (with "+ changes" when the tree was not clean), if recorded."""
+    """", at commit abc1234" (" + uncommitted changes" when the tree was not clean), if the
+    report recorded it."""
     commit = report.get("commit")
     if not commit:
         return ""
@@ -739,13 +742,9 @@ def commit_of(report: dict) -> str:
 
 
 def render_holistic(report: dict) -> str:
-    return memory_table(report, [
-        "## Holistic aggregates one key at a time (SingleKeyAggregate)",
-        "",
-        "<!-- Written by `benchmarks/bench.py --scenarios percentile,collect-list,"
-        "high-cardinality`; do not edit by hand. -->",
-        "",
-        f"{measured(report)} on {report['machine']} (2 cores, driver memory "
+    return memory_table(report, written_by(
+        "Holistic aggregates one key at a time (SingleKeyAggregate)", HOLISTIC) + [
+        f"{measured(report)}{commit_of(report)} on {report['machine']} (2 cores, driver memory "
         f"{report.get('driver_memory', '?')}{heap(report)}), {report['rows']:,} fact rows "
         "(high-cardinality: "
         f"{2 * report['rows']:,} rows over {report['rows']:,} possible keys), median wall time of "
