@@ -53,16 +53,12 @@ object SkewedPartitions {
    * would find it typical. The slots are those of a stage of `splitTasks` tasks, as many as the
    * split can make.
    */
-  def bySlotShare(sizes: Array[Long], conf: SQLConf, splitTasks: Int): SkewedPartitions = {
-    val floor = conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
-    val slots = TaskSlots.of(conf, math.max(sizes.length, splitTasks))
-    val withMedian = find(sizes, conf, slots, floor)
-    val limit = threshold(0L, withMedian.slotShare, conf, floor)
-    withMedian.copy(
-      threshold = limit,
-      skewed = sizes.indices.filter(sizes(_) > limit).map(i => (i, sizes(i))),
-      againstMedian = false)
-  }
+  def bySlotShare(sizes: Array[Long], conf: SQLConf, splitTasks: Int): SkewedPartitions = find(
+    sizes,
+    conf,
+    TaskSlots.of(conf, math.max(sizes.length, splitTasks)),
+    conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE),
+    againstMedian = false)
 
   def find(sizes: Array[Long], conf: SQLConf, slots: Int): SkewedPartitions =
     find(sizes, conf, slots, conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
@@ -88,12 +84,21 @@ object SkewedPartitions {
     rows.map(r => (r * perRow).toLong)
   }
 
-  private def find(sizes: Array[Long], conf: SQLConf, slots: Int, floor: Long): SkewedPartitions = {
-    if (sizes.isEmpty) return SkewedPartitions(0L, 0L, Nil, 0L, slots)
+  /** `againstMedian` false: the per-slot share alone ([[bySlotShare]]). */
+  private def find(
+      sizes: Array[Long],
+      conf: SQLConf,
+      slots: Int,
+      floor: Long,
+      againstMedian: Boolean = true): SkewedPartitions = {
+    if (sizes.isEmpty) {
+      return SkewedPartitions(0L, 0L, Nil, 0L, slots, againstMedian = againstMedian)
+    }
     val sorted = sizes.sorted
     val median = sorted(sorted.length / 2)
     val total = sizes.sum
-    val limit = threshold(median, total / math.max(slots, 1), conf, floor)
+    val limit =
+      threshold(if (againstMedian) median else 0L, total / math.max(slots, 1), conf, floor)
     SkewedPartitions(
       median,
       limit,
@@ -101,7 +106,8 @@ object SkewedPartitions {
         case (size, i) if size > limit => (i, size)
       }.toSeq,
       total,
-      slots)
+      slots,
+      againstMedian = againstMedian)
   }
 
   /**

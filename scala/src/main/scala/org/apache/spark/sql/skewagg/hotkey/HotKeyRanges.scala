@@ -59,27 +59,33 @@ final case class HotKeyRanges(
   /**
    * "1 hot key split by value into 16 tasks: ...", or why none was; `splitBy` names what the
    * splits are ranges of, `minKeyRowsKey` the setting that gave `minKeyRows`, `tasks` how many
-   * tasks read the hot keys.
+   * tasks read the hot keys; with `wholePartition` (no keys: the input is one key), "the whole
+   * partition split by ...".
    */
   def describe(
       splitBy: String,
       minKeyRows: Long,
       minKeyRowsKey: String,
-      tasks: Int = numSplits): String = {
-    val estimate = f"the largest key estimated at $largestKeyRows%,.0f rows from a sample"
+      tasks: Int = numSplits,
+      wholePartition: Boolean = false): String = {
+    val largest = if (wholePartition) "the partition" else "the largest key"
+    val estimate = f"$largest estimated at $largestKeyRows%,.0f rows from a sample"
+    val none = if (wholePartition) "not split" else "no hot key split"
     if (hotKeys.nonEmpty) {
-      val keys = if (hotKeys.size == 1) "1 hot key" else s"${hotKeys.size} hot keys"
+      val keys = if (wholePartition) "the whole partition"
+      else if (hotKeys.size == 1) "1 hot key"
+      else s"${hotKeys.size} hot keys"
       f"$keys split by $splitBy into $tasks tasks ($estimate, an average partition " +
         f"$averagePartitionRows%,.0f rows)"
     } else if (largestKeyRows == 0) {
-      "no hot key split: the sample read no rows"
+      s"$none: the sample read no rows"
     } else if (largestKeyRows < minKeyRows) {
-      s"no hot key split: $estimate, under $minKeyRowsKey=$minKeyRows"
+      s"$none: $estimate, under $minKeyRowsKey=$minKeyRows"
     } else if (largestKeyRows <= factor * slotShareRows) {
-      f"no hot key split: $estimate, not more than ${factor}x the per-slot share " +
+      f"$none: $estimate, not more than ${factor}x the per-slot share " +
         f"$slotShareRows%,.0f rows on $slots task slots (${SkewAggConf.SKEW_TASK_SLOTS.key})"
     } else {
-      f"no hot key split: $estimate, an average partition $averagePartitionRows%,.0f rows " +
+      f"$none: $estimate, an average partition $averagePartitionRows%,.0f rows " +
         "(a key is split when it holds more than one partition's rows)"
     }
   }

@@ -123,16 +123,15 @@ private[window] final class HotKeySplitWindowEvaluator(
       if (inPlace) "map-output piece (no order)" else "order",
       minKeyRows,
       SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key,
-      tasks)
+      tasks,
+      wholePartition = global)
     val chained = ranges.tail.filter(_.hotKeys.nonEmpty)
       .map(r => s", then by the next window's order into ${r.numSplits} tasks")
     val others =
       if (ranges.head.hotKeys.isEmpty || global) ""
       else s"; the other keys of those partitions into $ordinaryTasks task(s)"
     val found = HotKeySplitWindowExec.describe(skew, plan.forced, global)
-    val skewed = s"$found, read in ${pieceSpecs.size} pieces; " +
-      (if (global) wholePartition(split) else split) +
-      s"${chained.mkString}$others"
+    val skewed = s"$found, read in ${pieceSpecs.size} pieces; $split${chained.mkString}$others"
     if (ranges.head.hotKeys.isEmpty) return finish(sparkWindow(child).execute(), skewed)
 
     pipeline.metrics.recordSplit(ranges.head.hotKeys.size, tasks)
@@ -148,12 +147,6 @@ private[window] final class HotKeySplitWindowEvaluator(
          else Seq(sparkWindow(inputReading(ordinarySpecs)).execute()))
     finish(pipeline.union(parts), skewed)
   }
-
-  /** The split's text said of the one key of a window without PARTITION BY. */
-  private def wholePartition(split: String): String = split
-    .replace("1 hot key split", "the whole partition split")
-    .replace("no hot key split", "not split")
-    .replace("the largest key estimated", "the partition estimated")
 
   private def finish(result: RDD[InternalRow], decision: String): RDD[InternalRow] = {
     SkewAggDecisions.note(plan, AtRunTime(HotKeySplitWindowExec.Step, decision))

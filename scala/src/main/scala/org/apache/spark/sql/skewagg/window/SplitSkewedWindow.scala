@@ -237,11 +237,9 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
         Some(WindowInput(nodes, None))
       case _ => None
     }
-    window.child match {
-      case SortExec(order, false, sortInput, _) if sortsFor(window, order) => down(sortInput, Nil)
-      case unsorted if window.requiredChildOrdering.head.isEmpty => down(unsorted, Nil)
-      case _ => None
-    }
+    val input = sortInput(window)
+    if ((input ne window.child) || window.requiredChildOrdering.head.isEmpty) down(input, Nil)
+    else None
   }
 }
 
