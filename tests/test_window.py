@@ -143,6 +143,22 @@ def test_window_without_partition_by_split_by_order_with_sparks_rows(spark: Spar
 
 
 @pytest.mark.usefixtures("split_conf")
+def test_moving_averages_over_the_last_rows_split_with_sparks_rows(spark: SparkSession) -> None:
+    """Window.orderBy("ts").rowsBetween(-6, 0): each range reads the rows its frames reach in the
+    ranges beside it (a halo), so a moving average is Spark's to the last bit, doubles too."""
+    by_ts = Window.orderBy("ts")
+    plans = differential(spark, lambda s: _events(s).select(
+        "ts",
+        F.avg("v").over(by_ts.rowsBetween(-6, 0)).alias("avg7"),
+        F.avg(F.col("v") / 7.0).over(by_ts.rowsBetween(-3, 3)).alias("centred"),
+        F.max("v").over(by_ts.rowsBetween(1, 100)).alias("ahead"),
+    ))
+    for adaptive in (True, False):
+        plan = plans[(True, adaptive)]
+        assert plan.has("HotKeySplitWindowExec") and not plan.has("WindowExec"), plan
+
+
+@pytest.mark.usefixtures("split_conf")
 def test_fewer_keys_than_partitions_split_by_the_per_slot_share(spark: SparkSession) -> None:
     """4 keys in as many shuffle partitions: every partition is as large as the median, but each
     holds a quarter of the stage, far above an even share on 64 slots: all 4 keys split."""

@@ -18,7 +18,8 @@ import org.apache.spark.sql.types.IntegralType
  * What one split (one order range of one hot key) holds, for the splits around it: its rows, its
  * peer groups and the order values of its last row (when dense_rank needs them), the partial
  * buffers of its aggregates (`SplitWindowFunctions.partials`' layout), and the inputs at its
- * edges that lag and lead reach (`SplitOffsets.Halo`) and nth_value (`SplitNthValues.Head`).
+ * edges that lag and lead reach (`SplitOffsets.Halo`), nth_value (`SplitNthValues.Head`) and
+ * bounded ROWS frames (`SplitSlidingFrames.Edges`).
  */
 final case class SplitSummary(
     rows: Long,
@@ -26,13 +27,18 @@ final case class SplitSummary(
     lastOrder: Option[UnsafeRow],
     partial: InternalRow,
     halo: Seq[IndexedSeq[UnsafeRow]],
-    heads: Seq[(Long, IndexedSeq[UnsafeRow])])
+    heads: Seq[(Long, IndexedSeq[UnsafeRow])],
+    frames: SplitSlidingFrames.Edges)
 
 /**
- * What a split starts from: its running functions' buffers after the splits before it, and the
- * inputs lag and lead reach beyond it (`SplitOffsets.seeds`).
+ * What a split starts from: its running functions' buffers after the splits before it, the
+ * inputs lag and lead reach beyond it (`SplitOffsets.seeds`), and the rows its bounded ROWS
+ * frames reach beyond it (`SplitSlidingFrames.seeds`).
  */
-final case class SplitSeed(running: InternalRow, offsets: Seq[IndexedSeq[UnsafeRow]])
+final case class SplitSeed(
+    running: InternalRow,
+    offsets: Seq[IndexedSeq[UnsafeRow]],
+    frames: SplitSlidingFrames.Edges)
 
 /** Spark's window buffer thresholds (`spark.sql.windowExec.buffer.*`), for one peer group. */
 final case class PeerBuffer(inMemoryRows: Int, spillRows: Int) {
@@ -70,6 +76,8 @@ final class SplitWindowFunctions(
 
   private val functions = splitFunctions.collect { case f: SplitFunction => f }
   private val offsets = new SplitOffsets(splitFunctions.collect { case o: SplitOffset => o }, input)
+  private val sliding =
+    new SplitSlidingFrames(splitFunctions.collect { case s: SplitSlidingAggregate => s }, input)
 
   private val nthFunctions = functions.filter(_.function.isInstanceOf[NthValue])
   private val nths =
@@ -101,11 +109,12 @@ final class SplitWindowFunctions(
   /**
    * Whether a split's summary reads its rows in the window's order (as its evaluation does):
    * for dense_rank's peer groups, first / last values over an order, nth values (the first n of
-   * a split, with or without an order), and lag / lead. Other summaries merge in any order.
+   * a split, with or without an order), lag / lead, and bounded ROWS frames. Other summaries
+   * merge in any order.
    */
   val summarizesInOrder: Boolean =
-    needsPeers || !offsets.isEmpty || nthFunctions.nonEmpty || orderSpec.nonEmpty &&
-      functions.exists(_.function match {
+    needsPeers || !offsets.isEmpty || !sliding.isEmpty || nthFunctions.nonEmpty ||
+      orderSpec.nonEmpty && functions.exists(_.function match {
         case _: First | _: Last => true
         case _ => false
       })
@@ -115,7 +124,8 @@ final class SplitWindowFunctions(
    * then a key's values are its summaries merged in any order, and every row of the key gets
    * them ([[withWholeValues]]).
    */
-  val wholeValuesOnly: Boolean = running.isEmpty && offsets.isEmpty && !summarizesInOrder
+  val wholeValuesOnly: Boolean =
+    running.isEmpty && offsets.isEmpty && sliding.isEmpty && !summarizesInOrder
 
   private def ranking(f: DeclarativeAggregate): Boolean = f match {
     case _: RowNumberLike | _: RankLike => true
@@ -154,11 +164,13 @@ final class SplitWindowFunctions(
     private var groupStart: InternalRow = null // the first row of the current peer group, copied
     private val halo = if (offsets.isEmpty) None else Some(new offsets.Halo)
     private val head = if (nthFunctions.isEmpty) None else Some(new nths.Head)
+    private val frames = if (sliding.isEmpty) None else Some(new sliding.Halo)
 
     override def add(row: InternalRow): Unit = {
       if (partials.nonEmpty) shared.update.target(buffer)(join.withRight(row))
       halo.foreach(_.add(row))
       head.foreach(_.add(row))
+      frames.foreach(_.add(row))
       if (needsPeers && (groupStart == null || shared.ordering.compare(groupStart, row) != 0)) {
         peers += 1
         groupStart = row.copy()
@@ -173,7 +185,8 @@ final class SplitWindowFunctions(
       Option(groupStart).map(shared.orderOf(_).copy()),
       buffer.copy(),
       halo.fold(Seq.empty[IndexedSeq[UnsafeRow]])(_.result),
-      head.fold(Seq.empty[(Long, IndexedSeq[UnsafeRow])])(_.result))
+      head.fold(Seq.empty[(Long, IndexedSeq[UnsafeRow])])(_.result),
+      frames.fold(SplitSlidingFrames.Empty)(_.result))
   }
 
   /**
@@ -185,7 +198,7 @@ final class SplitWindowFunctions(
     val merged = emptyPartials()
     val mergePart = merger(merged)
     parts.foreach(part => mergePart(new JoinedRow(merged, part.partial)))
-    SplitSummary(parts.map(_.rows).sum, 0L, None, merged.copy(), Nil, Nil)
+    SplitSummary(parts.map(_.rows).sum, 0L, None, merged.copy(), Nil, Nil, SplitSlidingFrames.Empty)
   }
 
   /** The partial buffers' initial values (from `initial`, their projection). */
@@ -234,8 +247,11 @@ final class SplitWindowFunctions(
     } :+ rowsBefore.toInt
     val offsetSeeds =
       if (offsets.isEmpty) splits.map(_ => Nil) else offsets.seeds(splits.map(_.halo))
+    val frameSeeds =
+      if (sliding.isEmpty) splits.map(_ => SplitSlidingFrames.Empty)
+      else sliding.seeds(splits.map(_.frames))
     (
-      seeds.zip(offsetSeeds).map { case (r, o) => SplitSeed(r, o) },
+      splits.indices.map(i => SplitSeed(seeds(i), offsetSeeds(i), frameSeeds(i))),
       new GenericInternalRow(keyValues.toArray[Any]))
   }
 
@@ -286,9 +302,12 @@ final class SplitWindowFunctions(
       seed: SplitSeed,
       keyValues: InternalRow,
       peerBuffer: PeerBuffer): Iterator[InternalRow] = {
-    // Rows with their lag / lead results after the input (the input alone without them).
-    val rows =
+    // Rows with their lag / lead results, then their bounded frames' results, after the input.
+    val lagged =
       if (offsets.isEmpty) inputRows else offsets.evaluate(inputRows, input, seed.offsets)
+    val rows =
+      if (sliding.isEmpty) lagged
+      else sliding.evaluate(lagged, input ++ offsets.resultAttributes, seed.frames)
     val rowsFrame = running.filter(_.frame == SplitFrame.RunningRows)
     val rangeFrame = running.filter(_.frame == SplitFrame.RunningRange)
     val buffer = new SpecificInternalRow(runningBuffer.map(_.dataType))
@@ -370,16 +389,17 @@ final class SplitWindowFunctions(
   }
 
   /**
-   * The window's output row (as WindowExec's) from a row with its lag / lead results and the
-   * other functions' results.
+   * The window's output row (as WindowExec's) from a row with its lag / lead results, its
+   * bounded frames' results and the other functions' results.
    */
   private def resultProjection(): UnsafeProjection = {
-    val byExpression = functions.map(_.expression).zip(resultAttributes).toMap ++ offsets.results
+    val byExpression =
+      functions.map(_.expression).zip(resultAttributes).toMap ++ offsets.results ++ sliding.results
     val patched = windowExpression.map(_.transform {
       case w: WindowExpression if byExpression.contains(w) => byExpression(w)
     })
     UnsafeProjection.create(
       input ++ patched,
-      input ++ offsets.resultAttributes ++ resultAttributes)
+      input ++ offsets.resultAttributes ++ sliding.resultAttributes ++ resultAttributes)
   }
 }

@@ -11,7 +11,9 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.{
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.SkewAggConf
 import org.apache.spark.sql.skewagg.ansi.EvalModes
-import org.apache.spark.sql.types.{DataType, DecimalType, FractionalType, IntegralType, LongType}
+import org.apache.spark.sql.types.{
+  DataType, DecimalType, FractionalType, IntegerType, IntegralType, LongType
+}
 
 /**
  * How a window function's rows are framed, for a split key: the whole partition (one value per
@@ -54,6 +56,17 @@ final case class SplitOffset(expression: WindowExpression, function: FrameLessOf
 }
 
 /**
+ * `function` (Spark's `DeclarativeAggregate`) over a bounded ROWS frame: the rows from `lower`
+ * to `upper` rows of the current one (negative: before it), e.g. -6 to 0 for the last 7 rows.
+ */
+final case class SplitSlidingAggregate(
+    expression: WindowExpression,
+    function: DeclarativeAggregate,
+    lower: Int,
+    upper: Int)
+    extends SplitWindowFunction
+
+/**
  * Which windows a hot key can be split for, and why not: one place for the rule and the
  * explanation. A split key's rows are computed in ranges of the window's order, each seeded with
  * what the ranges before it hold, so a function is split when that seed is exact:
@@ -73,10 +86,14 @@ final case class SplitOffset(expression: WindowExpression, function: FrameLessOf
  *  - nth_value up to the [[MaxOffset]]th row, in the same frames: the seed is the n-th input of
  *    the earlier ranges' first inputs ([[SplitNthValues]]);
  *  - lag, and lead without IGNORE NULLS, by at most [[MaxOffset]] rows: the seed is the inputs
- *    of the last (lag) or first (lead) rows of the ranges before or after ([[SplitOffsets]]).
+ *    of the last (lag) or first (lead) rows of the ranges before or after ([[SplitOffsets]]);
+ *  - any declarative aggregate over a bounded ROWS frame (`ROWS BETWEEN 6 PRECEDING AND CURRENT
+ *    ROW`) reaching at most [[MaxOffset]] rows: the seed is the rows of the ranges around it that
+ *    the frames reach, and each frame is aggregated as Spark's sliding frame does
+ *    ([[SplitSlidingFrames]]), floating point included.
  * Without ORDER BY only what reads no order of the rows is split (`unordered`). Everything else
- * (sliding and shrinking frames, lead IGNORE NULLS, DISTINCT or FILTER aggregates, imperative
- * aggregates) is refused.
+ * (bounded RANGE frames, frames bounded on one side only, lead IGNORE NULLS, DISTINCT or FILTER
+ * aggregates, imperative aggregates) is refused.
  */
 object WindowSplitSupport {
 
@@ -102,6 +119,10 @@ object WindowSplitSupport {
     case o: FrameLessOffsetWindowFunction if !ordered =>
       Left(s"${w.windowFunction.sql} is not split: ${o.prettyName} without ORDER BY is not.")
     case o: FrameLessOffsetWindowFunction => offset(w, o)
+    case _ if boundedRows(w).isDefined && !ordered =>
+      Left(s"${w.windowFunction.sql} is not split: a ROWS frame without ORDER BY reads the " +
+        "rows in the order they arrive, which a split does not keep.")
+    case _ if boundedRows(w).isDefined => sliding(w, boundedRows(w).get)
     case _ => aggregateOrRank(w, ordered, conf).flatMap {
         case f: SplitFunction if !ordered => unordered(f, chained)
         case f => Right(f)
@@ -146,6 +167,40 @@ object WindowSplitSupport {
     } else Right(split)
   }
 
+  /** The bounds of `w`'s frame when it is a ROWS frame bounded on both sides. */
+  private def boundedRows(w: WindowExpression): Option[(Int, Int)] = {
+    def rows(bound: Expression): Option[Int] = bound match {
+      case CurrentRow => Some(0)
+      case e if e.foldable && e.dataType == IntegerType => Option(e.eval()).map(_.asInstanceOf[Int])
+      case _ => None
+    }
+    w.windowSpec.frameSpecification match {
+      case SpecifiedWindowFrame(RowFrame, lower, upper) =>
+        for (l <- rows(lower); u <- rows(upper)) yield (l, u)
+      case _ => None
+    }
+  }
+
+  private def sliding(
+      w: WindowExpression,
+      bounds: (Int, Int)): Either[String, SplitWindowFunction] = {
+    val name = w.windowFunction.sql
+    val (lower, upper) = bounds
+    w.windowFunction match {
+      case _ if math.max(math.abs(lower), math.abs(upper)) > MaxOffset =>
+        Left(s"$name is not split: a ROWS frame reaching more than $MaxOffset rows is not.")
+      case AggregateExpression(a: DeclarativeAggregate, Complete, false, None, _) =>
+        Right(SplitSlidingAggregate(w, a, lower, upper))
+      case AggregateExpression(_, _, true, _, _) =>
+        Left(s"$name is not split: DISTINCT aggregates are not.")
+      case AggregateExpression(_, _, _, Some(_), _) =>
+        Left(s"$name is not split: aggregates with FILTER are not.")
+      case _ =>
+        Left(s"$name is not split: over a bounded ROWS frame, only declarative aggregates " +
+          "(sum, avg, count, min, max, first, last, stddev, ...) are.")
+    }
+  }
+
   private def aggregateOrRank(
       w: WindowExpression,
       ordered: Boolean,
@@ -180,7 +235,8 @@ object WindowSplitSupport {
     supported.flatMap { function =>
       frame.map(SplitFunction(w, function, _)).toRight(
         s"the frame of $name (${w.windowSpec.frameSpecification.sql}) is not split: only " +
-          "whole-partition frames and running frames (UNBOUNDED PRECEDING to CURRENT ROW) are.")
+          "whole-partition frames, running frames (UNBOUNDED PRECEDING to CURRENT ROW) and ROWS " +
+          "frames bounded on both sides are.")
     }
   }
 

@@ -254,7 +254,7 @@ object FuzzGenerator {
       "",
       " ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
       " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING",
-      " ROWS BETWEEN 1 PRECEDING AND CURRENT ROW")
+      " ROWS BETWEEN 3 PRECEDING AND 2 FOLLOWING")
     val (spec, functions) = pick(r, Seq("whole", "ties", "ties", "total", "total")) match {
       case "whole" => (s"PARTITION BY $partitionBy", whole.map(_ -> ""))
       case "ties" => (s"PARTITION BY $partitionBy ORDER BY $order", ties.map(_ -> ""))

@@ -108,6 +108,30 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
         s"lag(i, 40) IGNORE NULLS OVER $w AS ln40"))
   }
 
+  test("bounded ROWS frames: moving sums, averages, counts, extremes, frames ahead", EveryBuild) {
+    def rows(frame: String) = s"(ORDER BY o ROWS BETWEEN $frame)"
+    val last7 = rows("6 PRECEDING AND CURRENT ROW")
+    val around = rows("3 PRECEDING AND 3 FOLLOWING")
+    val ahead = rows("1 FOLLOWING AND 5 FOLLOWING")
+    val behind = rows("10 PRECEDING AND 2 PRECEDING")
+    assertSplit(windowed(
+      s"sum(v) OVER $last7 AS s7, avg(f) OVER $last7 AS a7, avg(v) OVER $around AS a, " +
+        s"count(v) OVER $around AS c, min(f) OVER $ahead AS lo, max(d) OVER $behind AS hi, " +
+        s"sum(d) OVER $ahead AS sd, first_value(v, true) OVER $behind AS fv, " +
+        s"last_value(i) OVER $ahead AS lv, stddev(f) OVER $around AS sf, " +
+        "row_number() OVER (ORDER BY o) AS rn, lag(v, 2) OVER (ORDER BY o) AS l, " +
+        "sum(v) OVER (ORDER BY o) AS run"))
+  }
+
+  test("a bounded ROWS frame reaching across several ranges") {
+    // 3000 rows in up to 12 ranges of about 250: each frame reaches into the ranges around it.
+    val frame = "(ORDER BY o ROWS BETWEEN 600 PRECEDING AND 700 FOLLOWING)"
+    assertSplit(queried(
+      s"SELECT *, sum(v) OVER $frame AS s, count(*) OVER $frame AS c, max(f) OVER $frame AS m " +
+        "FROM t",
+      rows = 3000))
+  }
+
   test("first, last and nth values in running and whole frames") {
     val w = "(ORDER BY o)"
     val whole = "(ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
@@ -199,12 +223,14 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   test("refused with the reason: frames and functions that are not split") {
     val refusals = Seq(
-      "sum(v) OVER (ORDER BY o ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)" -> "is not split",
+      "sum(v) OVER (ORDER BY o RANGE BETWEEN 2 PRECEDING AND CURRENT ROW)" -> "is not split",
+      "sum(v) OVER (ORDER BY o ROWS BETWEEN 1001 PRECEDING AND CURRENT ROW)" ->
+        "a ROWS frame reaching more than 1000 rows is not",
       "lead(v) IGNORE NULLS OVER (ORDER BY o)" -> "lead IGNORE NULLS is not",
       "sum(v) OVER (ORDER BY o ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)" ->
         "is not split")
     for ((function, reason) <- refusals) {
-      val d = windowed(s"$function AS x")
+      val d = queried(s"SELECT *, $function AS x FROM t", rows = 3000)
       assert(splits(d, adaptive = true).isEmpty)
       assert(windowDecisions(d).exists(_.contains(reason)), windowDecisions(d))
     }

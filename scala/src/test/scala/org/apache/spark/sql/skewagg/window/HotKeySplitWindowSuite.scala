@@ -126,6 +126,20 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
         "BY o DESC) AS rn"))
   }
 
+  test("bounded ROWS frames: moving aggregates reaching into the splits around, never the keys") {
+    for (order <- Seq("o", "o DESC")) {
+      def rows(frame: String) = s"(PARTITION BY k ORDER BY $order ROWS BETWEEN $frame)"
+      val last7 = rows("6 PRECEDING AND CURRENT ROW")
+      val around = rows("20 PRECEDING AND 20 FOLLOWING")
+      val ahead = rows("2 FOLLOWING AND 300 FOLLOWING")
+      assertSplit(windowed(
+        s"sum(v) OVER $last7 AS s7, avg(f) OVER $last7 AS a7, count(i) OVER $around AS c, " +
+          s"avg(d) OVER $around AS ad, max(f) OVER $ahead AS hi, sum(v) OVER $ahead AS sa, " +
+          s"variance(v) OVER $around AS var, row_number() OVER (PARTITION BY k ORDER BY $order) " +
+          "AS rn"))
+    }
+  }
+
   test("running RANGE frames and ranks over ties: peers never straddle a split") {
     for (order <- Seq("i", "i DESC", "i ASC NULLS LAST", "i DESC NULLS FIRST, d")) {
       val w = s"(PARTITION BY k ORDER BY $order)"
@@ -334,9 +348,9 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     val far = windowed("lag(v, 1001) OVER (PARTITION BY k ORDER BY o) AS n")
     assert(windowDecisions(far).exists(_.contains("lag by more than 1000 rows is not")))
     val sliding = windowed(
-      "sum(v) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s")
+      "sum(v) OVER (PARTITION BY k ORDER BY o RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS s")
     assert(splits(sliding).isEmpty)
-    assert(windowDecisions(sliding).exists(_.contains("only whole-partition frames and running")))
+    assert(windowDecisions(sliding).exists(_.contains("only whole-partition frames, running")))
     val doubles = windowed("sum(f) OVER (PARTITION BY k ORDER BY o) AS s")
     assert(splits(doubles).isEmpty)
     assert(windowDecisions(doubles).exists(_.contains(

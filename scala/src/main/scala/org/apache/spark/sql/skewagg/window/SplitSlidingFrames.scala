@@ -1,0 +1,167 @@
+package org.apache.spark.sql.skewagg.window
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute, AttributeReference, AttributeSet, JoinedRow, MutableProjection, SpecificInternalRow,
+  UnsafeProjection, UnsafeRow, WindowExpression
+}
+
+/**
+ * The aggregates of a split key over bounded ROWS frames ([[SplitSlidingAggregate]]: from `lower`
+ * to `upper` rows of the current one, e.g. a moving average over the last 7 rows).
+ *
+ * Shape: a row's frame reaches at most [[before]] rows back and [[after]] rows ahead, so each
+ * split keeps its halo ([[Halo]]): the columns the aggregates read of its first [[after]] and
+ * last [[before]] rows. The driver cuts each split's seed from the halos of the splits before
+ * and after it ([[seeds]]). A split then reads its rows between the seed's rows before and after
+ * them, and aggregates each row's frame from scratch with the function's own initial, update and
+ * evaluate expressions, over the frame's rows in order ([[evaluate]]).
+ *
+ * Rule: that is how Spark's sliding frame computes (`SlidingWindowFunctionFrame` aggregates its
+ * buffer again whenever the frame moves), so the results are Spark's to the last bit, floating
+ * point sums included; the halos and the evaluation read a split's rows in one (total) order.
+ */
+final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq[Attribute])
+    extends Serializable {
+
+  /** The rows a frame reaches before and after its row (at most `WindowSplitSupport.MaxOffset`). */
+  val before: Int = (0 +: functions.map(-_.lower)).max
+  val after: Int = (0 +: functions.map(_.upper)).max
+
+  /** The columns the aggregates read: a halo's rows and the frames' rows hold these. */
+  private val read: Seq[Attribute] = {
+    val references = AttributeSet(functions.flatMap(_.function.references))
+    input.filter(references.contains)
+  }
+
+  /** The functions' results, after the rows [[evaluate]] reads. */
+  val resultAttributes: Seq[Attribute] =
+    functions.map(f => AttributeReference("frame_result", f.dataType, f.expression.nullable)())
+
+  /** The result attribute of each of the window's expressions over a bounded frame. */
+  def results: Map[WindowExpression, Attribute] =
+    functions.map(_.expression).zip(resultAttributes).toMap
+
+  def isEmpty: Boolean = functions.isEmpty
+
+  private def reading(): UnsafeProjection = UnsafeProjection.create(read, input)
+
+  /** A split's halo from its rows in order: its first [[after]] and last [[before]] rows read. */
+  final class Halo {
+    private val project = reading()
+    private val first = mutable.ArrayBuffer.empty[UnsafeRow]
+    private val last = new LastRows(before)
+
+    def add(row: InternalRow): Unit = {
+      val values = project(row)
+      if (first.size < after) first += values.copy()
+      last.add(values)
+    }
+
+    def result: SplitSlidingFrames.Edges =
+      SplitSlidingFrames.Edges(first.toIndexedSeq, last.oldestFirst)
+  }
+
+  /**
+   * Per split of one key (in order): the rows its frames reach before and after it, from the
+   * splits' `halos` (in order).
+   */
+  def seeds(halos: Seq[SplitSlidingFrames.Edges]): Seq[SplitSlidingFrames.Edges] = {
+    val none = IndexedSeq.empty[UnsafeRow]
+    val preceding = halos.scanLeft(none)((rows, halo) => (rows ++ halo.last).takeRight(before))
+    val following = halos.scanRight(none)((halo, rows) => (halo.first ++ rows).take(after))
+    halos.indices.map(i => SplitSlidingFrames.Edges(first = following(i + 1), last = preceding(i)))
+  }
+
+  /**
+   * A split's rows (in the halos' order, the input then any columns: `rowAttributes`) followed
+   * by the functions' results, as unsafe rows: `seed` holds the rows before it (`last`) and
+   * after it (`first`).
+   */
+  def evaluate(
+      rows: Iterator[InternalRow],
+      rowAttributes: Seq[Attribute],
+      seed: SplitSlidingFrames.Edges): Iterator[InternalRow] = {
+    val project = reading()
+    val aggregates = functions.map { f =>
+      val buffer = new SpecificInternalRow(f.function.aggBufferAttributes.map(_.dataType))
+      val initialize = MutableProjection.create(f.function.initialValues).target(buffer)
+      val update = MutableProjection.create(
+        f.function.updateExpressions,
+        f.function.aggBufferAttributes ++ read).target(buffer)
+      val evaluate =
+        UnsafeProjection.create(Seq(f.function.evaluateExpression), f.function.aggBufferAttributes)
+      (buffer, initialize, update, evaluate)
+    }
+    // The rows read so far (the seed's before the split's): `read(i)` is row `start + i`.
+    val frameRows = mutable.ArrayBuffer.empty[UnsafeRow]
+    frameRows ++= seed.last
+    var start = 0L
+    var split = 0L // the split's rows read
+    val held = mutable.Queue.empty[UnsafeRow] // the split's rows waiting for their frames
+    var position = seed.last.size.toLong // the row of `held.head`
+    val results = new SpecificInternalRow(functions.map(_.dataType))
+    val join = new JoinedRow()
+    val withResults = new JoinedRow()
+    val output =
+      UnsafeProjection.create((rowAttributes ++ resultAttributes).map(_.dataType).toArray)
+    def readRow(): Unit = {
+      val row = rows.next()
+      held.enqueue(row.asInstanceOf[UnsafeRow].copy())
+      frameRows += project(row).copy()
+      split += 1
+    }
+    new Iterator[InternalRow] {
+      private var endsRead = false // the seed's rows after the split are in `frameRows`
+      private def fill(): Unit = {
+        while (rows.hasNext && (held.isEmpty || split - 1 - (position - seed.last.size) < after)) {
+          readRow()
+        }
+        if (!rows.hasNext && !endsRead) {
+          frameRows ++= seed.first
+          endsRead = true
+        }
+      }
+
+      override def hasNext: Boolean = { fill(); held.nonEmpty }
+
+      override def next(): InternalRow = {
+        fill()
+        val row = held.dequeue()
+        val end = start + frameRows.size // (one past the last row read)
+        functions.indices.foreach { j =>
+          val f = functions(j)
+          val (buffer, initialize, update, evaluate) = aggregates(j)
+          initialize(InternalRow.empty)
+          var i = math.max(start, position + f.lower)
+          val last = math.min(end - 1, position + f.upper)
+          while (i <= last) {
+            update(join(buffer, frameRows((i - start).toInt)))
+            i += 1
+          }
+          val value = evaluate(buffer)
+          if (value.isNullAt(0)) results.setNullAt(j)
+          else results.update(j, value.get(0, f.dataType))
+        }
+        position += 1
+        // Keep the rows the next row's frames may reach back to.
+        val drop = (position - before - start).toInt
+        if (drop > 1024) {
+          frameRows.remove(0, drop)
+          start += drop
+        }
+        output(withResults(row, results))
+      }
+    }
+  }
+}
+
+object SplitSlidingFrames {
+
+  /** Rows read by the aggregates: a split's `first` and `last`, or a seed's after and before. */
+  final case class Edges(first: IndexedSeq[UnsafeRow], last: IndexedSeq[UnsafeRow])
+
+  val Empty: Edges = Edges(IndexedSeq.empty, IndexedSeq.empty)
+}
