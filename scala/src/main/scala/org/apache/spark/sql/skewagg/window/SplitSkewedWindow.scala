@@ -3,10 +3,12 @@ package org.apache.spark.sql.skewagg.window
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.SortOrder
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{FilterExec, ProjectExec, SortExec, SparkPlan}
+import org.apache.spark.sql.execution.{
+  FilterExec, ProjectExec, SortExec, SparkPlan, TakeOrderedAndProjectExec
+}
 import org.apache.spark.sql.execution.adaptive.ShuffleQueryStageExec
 import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExchangeExec}
-import org.apache.spark.sql.execution.window.WindowExec
+import org.apache.spark.sql.execution.window.{WindowExec, WindowGroupLimitExec}
 import org.apache.spark.sql.skewagg.{
   CheapExchanges, Collations, FusedAggregates, PartialAggregates, SkewAggConf, SkewAggDecision,
   SkewAggDecisions, SkewAggHints
@@ -40,7 +42,8 @@ import org.apache.spark.sql.skewagg.window.SplitSkewedWindow.Rewrite
  * of the stage on the task slots ([[HotKeySplitWindowExec.skewOf]]).
  *
  * Refuses (recorded on each window of the chain) when skewagg or `spark.skewagg.window.enabled` is
- * off, the hint NO_SKEW_AGG is on the window, a key is a collated
+ * off, Spark limited a key's rows below the window (a top-N or `WindowGroupLimit` from a filter
+ * on a rank), the hint NO_SKEW_AGG is on the window, a key is a collated
  * string (the split routes keys as binary rows), a function or frame cannot be split
  * ([[WindowSplitSupport]]), the input is not deterministic (it is read more than once; first and
  * last values are, but for ties), a window of a chain orders by a result of a window below it (the
@@ -57,7 +60,11 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     // Each chain up to its top window; a window with one on the same keys above is in its chain.
     val chains = plan.collect { case w: WindowExec => chainTo(w) }
     val below = chains.flatMap(_.init)
-    val candidates = chains.filterNot(c => below.exists(_ eq c.last))
+    val tops = chains.filterNot(c => below.exists(_ eq c.last))
+    for (chain <- tops; reason <- limitedBelow(chain.head)) {
+      chain.foreach(SkewAggDecisions.record(_, Refused(reason, Rewrite)))
+    }
+    val candidates = tops
       .flatMap(chain => inputOf(chain.head).map(chain -> _))
     candidates.foldLeft(plan) { case (current, (chain, input)) =>
       decide(chain, input) match {
@@ -208,6 +215,25 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     SortOrder.orderingSatisfies(order, window.requiredChildOrdering.head) &&
       order.take(window.partitionSpec.size) ==
       window.requiredChildOrdering.head.take(window.partitionSpec.size)
+
+  /**
+   * Why `window` reads few rows of a key, when Spark limited them below it (from a filter on a
+   * rank or row number): the split's own stages would cost more than the rows it could spread.
+   */
+  private def limitedBelow(window: WindowExec): Option[String] = sortInput(window) match {
+    case t: TakeOrderedAndProjectExec =>
+      Some(s"Spark keeps only the first ${t.limit} rows of the window's order below it " +
+        "(TakeOrderedAndProject, from a filter on a row number): the window reads at most " +
+        s"${t.limit} rows, nothing to split.")
+    case g: WindowGroupLimitExec =>
+      val (rows, read) =
+        if (window.partitionSpec.isEmpty) ("the", "")
+        else ("each key's", " of a key")
+      Some(s"Spark keeps only $rows first ${g.limit} rows by ${g.rankLikeFunction.prettyName} " +
+        "on both sides of the window's shuffle (WindowGroupLimit, from a filter on it): the " +
+        s"window reads at most ${g.limit} rows$read per map task, nothing to split.")
+    case _ => None
+  }
 
   /** What the window's sort reads ([[inputOf]]); without keys and order, maybe its child. */
   private def sortInput(window: WindowExec): SparkPlan = window.child match {

@@ -195,6 +195,19 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
         "SELECT * FROM (SELECT *, row_number() OVER (ORDER BY o) AS rn, rank() OVER (ORDER BY " +
           s"t) AS r FROM t) WHERE $limit")
     }
+    // One order: Spark limits the rows below the window, which is left alone, saying so.
+    val limited = Seq(
+      "rn <= 10" -> ("Spark keeps only the first 10 rows of the window's order below it " +
+        "(TakeOrderedAndProject"),
+      "r < 3" -> ("Spark keeps only the first 2 rows by rank on both sides of the window's " +
+        "shuffle (WindowGroupLimit"))
+    for ((limit, reason) <- limited) {
+      val d = queried(
+        "SELECT * FROM (SELECT *, row_number() OVER (ORDER BY o) AS rn, rank() OVER (ORDER BY " +
+          s"o) AS r FROM t) WHERE $limit")
+      assert(splits(d, adaptive = true).isEmpty)
+      assert(windowDecisions(d).exists(_.contains(reason)), windowDecisions(d))
+    }
   }
 
   test(

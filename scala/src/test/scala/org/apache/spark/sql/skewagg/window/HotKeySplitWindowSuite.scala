@@ -361,6 +361,16 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     assert(windowDecisions(off).exists(_.contains("switched off")))
   }
 
+  test("a filter on the rank: Spark limits each key's rows below the window, left alone") {
+    val d = queried(
+      "SELECT * FROM (SELECT *, rank() OVER (PARTITION BY k ORDER BY o) AS r FROM t) WHERE r <= 5")
+    assert(splits(d).isEmpty)
+    assert(
+      windowDecisions(d).exists(_.contains("Spark keeps only each key's first 5 rows by rank on " +
+        "both sides of the window's shuffle (WindowGroupLimit")),
+      windowDecisions(d))
+  }
+
   test("hints on windows: NO_SKEW_AGG leaves them to Spark, SKEW_AGG reads every partition") {
     val forbidden = queried(
       "SELECT /*+ NO_SKEW_AGG */ * FROM (SELECT *, sum(v) OVER (PARTITION BY k) AS s FROM t) sub")
