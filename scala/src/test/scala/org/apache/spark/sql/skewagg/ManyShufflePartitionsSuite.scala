@@ -121,6 +121,30 @@ class ManyShufflePartitionsSuite extends SkewAggSuiteBase with SpreadOverBuilds 
     }
   }
 
+  test("a window on 5 keys: each split by the per-slot share, block sizes averaged or not") {
+    // The 5 keys' blocks of a map task are alike: their average is their size, and each key is
+    // a fifth of the stage, far above an even share on 64 slots.
+    val query = (s: SparkSession) => {
+      val w = Window.partitionBy(col("id") % 5).orderBy("id")
+      s.range(0, 20000, 1, 8).select(
+        col("id"),
+        row_number().over(w).as("rn"),
+        sum("id").over(w).as("run"),
+        lag("id", 1).over(w).as("l"))
+    }
+    val extra = Seq(
+      SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key -> "100",
+      SkewAggConf.WINDOW_SPLIT_SAMPLE_SIZE.key -> "2000")
+    withFactor(None) {
+      val d = differential(query, manyPartitions ++ extra: _*)
+      for (adaptive <- Seq(true, false)) {
+        val split = nodes[HotKeySplitWindowExec](d.plan(on = true, adaptive))
+        assert(split.size == 1, d.plan(on = true, adaptive))
+        assert(split.head.decision.contains("5 hot keys split by order"), split.head.decision)
+      }
+    }
+  }
+
   test("the percentile split samples its input: it sees the hot key without the setting") {
     withFactor(None) {
       val d = differential(

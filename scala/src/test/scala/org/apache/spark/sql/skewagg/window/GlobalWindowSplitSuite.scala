@@ -114,13 +114,14 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     val around = rows("3 PRECEDING AND 3 FOLLOWING")
     val ahead = rows("1 FOLLOWING AND 5 FOLLOWING")
     val behind = rows("10 PRECEDING AND 2 PRECEDING")
-    assertSplit(windowed(
-      s"sum(v) OVER $last7 AS s7, avg(f) OVER $last7 AS a7, avg(v) OVER $around AS a, " +
+    assertSplit(queried(
+      s"SELECT *, sum(v) OVER $last7 AS s7, avg(f) OVER $last7 AS a7, avg(v) OVER $around AS a, " +
         s"count(v) OVER $around AS c, min(f) OVER $ahead AS lo, max(d) OVER $behind AS hi, " +
         s"sum(d) OVER $ahead AS sd, first_value(v, true) OVER $behind AS fv, " +
         s"last_value(i) OVER $ahead AS lv, stddev(f) OVER $around AS sf, " +
         "row_number() OVER (ORDER BY o) AS rn, lag(v, 2) OVER (ORDER BY o) AS l, " +
-        "sum(v) OVER (ORDER BY o) AS run"))
+        "sum(v) OVER (ORDER BY o) AS run FROM t",
+      rows = 6000))
   }
 
   test("a bounded ROWS frame reaching across several ranges") {

@@ -127,7 +127,7 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
   }
 
   test("bounded ROWS frames: moving aggregates reaching into the splits around, never the keys") {
-    for (order <- Seq("o", "o DESC")) {
+    for (order <- Seq("o DESC")) { // (ascending: GlobalWindowSplitSuite)
       def rows(frame: String) = s"(PARTITION BY k ORDER BY $order ROWS BETWEEN $frame)"
       val last7 = rows("6 PRECEDING AND CURRENT ROW")
       val around = rows("20 PRECEDING AND 20 FOLLOWING")
