@@ -344,3 +344,21 @@ def test_split_pieces_cost_the_shortest_task_each() -> None:
     assert _estimate(durations, apart, 64) == 20 + 60  # the others, then the pieces' stage
     regrouped = _Decision("split", "", pieces={8: 10}, stages_apart=2)
     assert _estimate(durations, regrouped, 64) == 20 + 2 * 60
+
+
+def test_a_window_without_partition_by_is_one_task_split_by_its_order(tmp_path: Path) -> None:
+    """One task holds the whole table, on uniform data too: tested by the per-slot share alone,
+    as SplitSkewedWindow tests it (never "not skewed" against a median of itself)."""
+    run = Started([sys.executable, str(APPS / "event_log_queries.py"), str(tmp_path),
+                   "--uniform", "--queries", "window-global"])
+    assert report(run.result())["rows"]["window-global"] == 1
+    found = by_query(advise(str(tmp_path), task_slots=64, conf=SMALL))
+    assert set(found) == {"window-global"}, found
+    window = found["window-global"][0]
+    assert window.operator == "window" and len(window.sizes) == 1
+    assert window.rewrite is not None and "SplitSkewedWindow" in window.rewrite
+    assert "no PARTITION BY: Spark runs the window in one task (" in window.decision
+    assert "x the per-slot share on 64 slots" in window.decision, window.decision
+    assert window.estimated_ms < window.makespan_ms
+    # On the application's own 2 slots one task is not 5x an even share: nothing to advise.
+    assert advise(str(tmp_path), conf=SMALL).stages == []

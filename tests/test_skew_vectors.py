@@ -12,12 +12,13 @@ import pytest
 
 from skewagg.errors import SkewAggError
 from skewagg.skewtest import (
-    SkewSettings, default_settings, find_skewed, measure_rows, split_size)
+    SkewSettings, default_settings, find_by_slot_share, find_skewed, measure_rows, split_size)
 
 VECTORS = json.loads((Path(__file__).resolve().parent / "data" / "skew_test_vectors.json")
                      .read_text())
 CASES = VECTORS["cases"]
 ROWS_CASES = VECTORS["rowsCases"]
+SLOT_SHARE_CASES = VECTORS["slotShareCases"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
@@ -28,6 +29,14 @@ def test_shared_case(case: dict) -> None:
     assert found.median == case["median"]
     assert found.threshold == case["threshold"]
     assert split_size(case["sizes"], found, settings) == case["splitSize"]
+
+
+@pytest.mark.parametrize("case", SLOT_SHARE_CASES, ids=[c["name"] for c in SLOT_SHARE_CASES])
+def test_shared_slot_share_case(case: dict) -> None:
+    found = find_by_slot_share(case["sizes"], SkewSettings.of(case["conf"]), case["slots"])
+    assert [i for i, _ in found.skewed] == case["skewed"]
+    assert found.median == case["median"]
+    assert found.threshold == case["threshold"]
 
 
 @pytest.mark.parametrize("case", ROWS_CASES, ids=[c["name"] for c in ROWS_CASES])
@@ -43,7 +52,7 @@ def test_shared_rows_case(case: dict) -> None:
 
 
 def test_cases_cover_both_outcomes() -> None:
-    for cases in (CASES, ROWS_CASES):
+    for cases in (CASES, ROWS_CASES, SLOT_SHARE_CASES):
         assert any(c["skewed"] for c in cases) and any(not c["skewed"] for c in cases)
 
 

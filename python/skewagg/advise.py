@@ -48,8 +48,8 @@ from skewagg.eventlog import (
 from skewagg.errors import SkewAggError
 from skewagg.skewtest import (
     SINGLE_KEY_MIN_ROWS_KEY, SKEW_FACTOR_KEY, SKEW_FLOOR_KEY, SPLIT_SIZE_KEY, TASK_SLOTS_KEY,
-    WINDOW_MIN_ROWS_KEY, RowsMeasure, SkewFound, SkewSettings, default_settings, find_skewed,
-    measure_rows)
+    WINDOW_MIN_ROWS_KEY, RowsMeasure, SkewFound, SkewSettings, default_settings,
+    find_by_slot_share, find_skewed, measure_rows, split_size)
 from skewagg.tasktimes import makespan, query_makespan
 
 AGGREGATES = {"HashAggregate", "SortAggregate", "ObjectHashAggregate"}
@@ -521,7 +521,7 @@ def _not_skewed(where: str, sizes: Sequence[int], found: SkewFound, s: SkewSetti
     ratio = f"{sizes[largest] / found.median:.1f}x" if found.median else "n/a x"
     if (at_floor if at_floor is not None else sizes)[largest] <= s.floor:
         why = f"below the {_size(s.floor)} floor ({SKEW_FLOOR_KEY})"
-    elif sizes[largest] > s.factor * found.median:
+    elif sizes[largest] > s.factor * found.median or not found.against_median:
         why = (f"not more than {s.factor}x the per-slot share "
                f"{_fmt(found.slot_share, found.in_rows)} on {found.slots} task slots "
                f"({TASK_SLOTS_KEY})")
@@ -534,6 +534,15 @@ def _not_skewed(where: str, sizes: Sequence[int], found: SkewFound, s: SkewSetti
 
 def _skew_text(sizes: Sequence[int], found: SkewFound, verb: str = "read") -> str:
     pid, size = max(found.skewed, key=lambda x: x[1])
+    if not found.against_median:  # the per-slot share alone (a window's test)
+        share = (f"{size / found.slot_share:.0f}x the per-slot share on {found.slots} slots"
+                 if found.slot_share else f"on {found.slots} slots")
+        if len(sizes) == 1:
+            return (f"no PARTITION BY: Spark runs the window in one task "
+                    f"({_fmt(size, found.in_rows)}, {share})")
+        more = len(found.skewed) - 1
+        return (f"partition {pid} {verb} {_fmt(size, found.in_rows)}, {share}"
+                + (f" (and {more} more skewed)" if more else ""))
     ratio = f"{size / found.median:.0f}x" if found.median else "many times"
     more = len(found.skewed) - 1
     return (f"partition {pid} {verb} {_fmt(size, found.in_rows)}, {ratio} the median "
@@ -636,9 +645,14 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
             return _Decision(None, f"left alone: no hot key split: {skew}, about "
                              f"{rows[hot]:,} rows, under {min_key}={min_rows} (the hot key "
                              "holds at most that many).")
-        per_task = max(1.0, statistics.median(rows) if rows else 1.0)
-        pieces = {i: max(2, min(max_splits, math.ceil(rows[i] / per_task)))
-                  for i, _ in bare.skewed}
+        if not bare.against_median:  # (a window: pieces of the split size, as its run cuts)
+            piece = max(1, split_size(sizes, bare, s))
+            pieces = {i: max(2, min(max_splits, math.ceil(sizes[i] / piece)))
+                      for i, _ in bare.skewed}
+        else:
+            per_task = max(1.0, statistics.median(rows) if rows else 1.0)
+            pieces = {i: max(2, min(max_splits, math.ceil(rows[i] / per_task)))
+                      for i, _ in bare.skewed}
         return _Decision(rewrite, f"would rewrite: {rewrite}: {skew}; the hot key split into "
                          f"up to {max(pieces.values())} tasks.", pieces)
 
@@ -712,7 +726,8 @@ def _decide(plan: _StagePlan, sizes: List[int], rows: List[int], found: SkewFoun
     return _Decision(None, f"left alone: no aggregate, join or window in this stage; {skew}.")
 
 
-def _estimate(durations: List[int], decision: _Decision, slots: int) -> float:
+def _estimate(durations: List[int], decision: _Decision, slots: int,
+              fastest_elsewhere: Optional[float] = None) -> float:
     """The stage's makespan with ``decision``. Every task costs at least the stage's shortest
     task time (what any task costs). Where skewagg aggregates before the shuffle, a task takes
     that plus the rest of its time scaled by its work with skewagg over its work without
@@ -721,11 +736,14 @@ def _estimate(durations: List[int], decision: _Decision, slots: int) -> float:
     each plus an even share of the rest of its time; where they run in stages apart
     (``stages_apart``), the split task leaves a task of the shortest time in this one, and each
     stage apart takes the pieces' times (the regrouping's at most that: it reads what the pieces'
-    aggregation left)."""
+    aggregation left). A stage of one task has no other task to tell what any task costs:
+    ``fastest_elsewhere`` (the shortest task of the stage that wrote its shuffle) stands in."""
     if not decision.rewrite or not durations:
         return makespan(durations, slots)
     median = statistics.median(durations)
     fastest = float(min(durations))
+    if len(durations) == 1 and fastest_elsewhere is not None:
+        fastest = min(fastest, fastest_elsewhere)
     tasks: List[float] = []
     pieces: List[float] = []
     for i, d in enumerate(durations):
@@ -912,13 +930,19 @@ def _advise_stage(app: Application, execution: Execution, stage: Stage, settings
             records = [t.input_records for t in tasks]
             candidates.append((_bucket_bytes(execution, plan, records)
                                or [t.input_bytes for t in tasks], records, None))
-    if not candidates or len(tasks) < 2:
+    # A window's stage of one task (a window without PARTITION BY: its one key is the whole
+    # table, which SplitSkewedWindow cuts by order) is tested by the per-slot share alone, as the
+    # rule tests it. With more tasks the rule's run splits only the hot keys its sample finds,
+    # which a log does not show: against the median too, where a hot key shows.
+    one_task = plan.kind == "window" and len(tasks) == 1
+    if not candidates or (len(tasks) < 2 and not one_task):
         return None
     sizes, rows, exchange = max(candidates, key=lambda c: max(c[0]))
-    bare = find_skewed(sizes, settings, slots, floor=0)
+    test = find_by_slot_share if one_task else find_skewed
+    bare = test(sizes, settings, slots, floor=0)
     if not bare.skewed:
         return None
-    found = find_skewed(sizes, settings, slots)
+    found = test(sizes, settings, slots)
     writer = _writer(app, execution, exchange) if exchange is not None else None
     map_tasks = len(writer.tasks) if writer else 0
     if plan.kind == "holistic" and writer is not None and exchange is not None and sum(sizes):
@@ -934,7 +958,10 @@ def _advise_stage(app: Application, execution: Execution, stage: Stage, settings
                        measures)
     durations = [t.duration_ms for t in tasks]
     before = makespan(durations, slots)
-    after = _estimate(durations, decision, slots)
+    # (One task: the shortest map task of its shuffle tells what any task costs.)
+    elsewhere = (float(min(t.duration_ms for t in writer.tasks))
+                 if len(tasks) == 1 and writer is not None and writer.tasks else None)
+    after = _estimate(durations, decision, slots, elsewhere)
     hows = []
     if decision.local and decision.scale:
         hows.append(f"each task takes the stage's shortest task time plus the rest of its "
@@ -949,7 +976,9 @@ def _advise_stage(app: Application, execution: Execution, stage: Stage, settings
                     "(the hot key's rows merged before the shuffle; the map tasks' extra work "
                     "is not counted)")
     if decision.pieces and decision.rewrite:
-        hows.append("each skewed task's pieces taking the stage's shortest task time plus an "
+        fixed = ("the shortest task time of the stage that wrote its shuffle"
+                 if elsewhere is not None else "the stage's shortest task time")
+        hows.append(f"each skewed task's pieces taking {fixed} plus an "
                     "even share of the rest of its time (time in proportion to bytes read)"
                     + ("; the pieces in a stage of their own before the others"
                        if decision.stages_apart else "")

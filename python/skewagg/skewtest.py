@@ -125,6 +125,7 @@ class SkewFound:
     total: int
     slots: int
     in_rows: bool = False  # sizes are rows (find_by_rows), not bytes
+    against_median: bool = True  # False: the per-slot share alone (find_by_slot_share)
 
     @property
     def slot_share(self) -> int:
@@ -132,18 +133,29 @@ class SkewFound:
 
 
 def find_skewed(sizes: Sequence[int], settings: SkewSettings, slots: int,
-                floor: Optional[int] = None) -> SkewFound:
+                floor: Optional[int] = None, against_median: bool = True) -> SkewFound:
     """The partitions of ``sizes`` that are skewed on ``slots`` task slots (``floor``: another
-    floor than the settings', e.g. 0 for sizes that are not bytes)."""
+    floor than the settings', e.g. 0 for sizes that are not bytes; ``against_median`` False:
+    :func:`find_by_slot_share`)."""
     if not sizes:
-        return SkewFound(0, 0, [], 0, slots)
+        return SkewFound(0, 0, [], 0, slots, against_median=against_median)
     median = sorted(sizes)[len(sizes) // 2]
     total = sum(sizes)
     threshold = max(settings.floor if floor is None else floor,
-                    int(median * settings.factor),
+                    int(median * settings.factor) if against_median else 0,
                     int(total // max(slots, 1) * settings.factor))
     return SkewFound(median, threshold, [(i, s) for i, s in enumerate(sizes) if s > threshold],
-                     total, slots)
+                     total, slots, against_median=against_median)
+
+
+def find_by_slot_share(sizes: Sequence[int], settings: SkewSettings, slots: int,
+                       floor: Optional[int] = None) -> SkewFound:
+    """The per-slot share alone decides (the rules' ``SkewedPartitions.bySlotShare``, the windows'
+    test): a partition is skewed above the floor and the skew factor times the even share of the
+    whole per task slot, however large the others are. One partition holding the whole stage (a
+    window without PARTITION BY), or a few keys in about as many partitions on many more slots,
+    is skewed where the median test finds it typical."""
+    return find_skewed(sizes, settings, slots, floor, against_median=False)
 
 
 def split_size(sizes: Sequence[int], found: SkewFound, settings: SkewSettings,

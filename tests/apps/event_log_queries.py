@@ -9,6 +9,8 @@ Each query runs as one SQL execution of one application, whose event log lands i
 partitions, coalescing off (so each partition is one task), no broadcast joins. The DISTINCT
 queries (``distinct-join``, ``distinct-repartition``; not run by default) count the distinct
 values of ``i``, a hash of the row over rows / 2 values: the hot key holds most of them.
+``window-global`` (not run by default) numbers the rows by ``v`` with no PARTITION BY: Spark
+moves them into one partition, one task, skewed or uniform.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pyspark.sql.window import Window
 
 QUERIES = ("join", "repartition", "percentile", "window")
 DISTINCT_QUERIES = ("distinct-join", "distinct-repartition")
+ONE_TASK_QUERIES = ("window-global",)
 
 
 def main() -> None:
@@ -70,6 +73,8 @@ def main() -> None:
             F.expr("percentile(v, 0.5)").alias("p")),
         "window": lambda: fact.select(
             "k", F.sum("v").over(Window.partitionBy("k")).alias("s")).agg(F.sum("s")),
+        "window-global": lambda: fact.select(
+            F.row_number().over(Window.orderBy("v")).alias("rn")).agg(F.max("rn")),
         "distinct-join": lambda: fact.join(dim, "k").groupBy("k").agg(
             F.countDistinct("i").alias("n")),
         "distinct-repartition": lambda: fact.repartition("k").groupBy("k").agg(

@@ -27,6 +27,8 @@ class SkewTestVectorsSuite extends AnyFunSuite {
 
   private def rowsCases: Seq[JsonNode] = list("rowsCases")
 
+  private def slotShareCases: Seq[JsonNode] = list("slotShareCases")
+
   private def list(name: String): Seq[JsonNode] =
     new ObjectMapper().readTree(Files.readAllBytes(path)).get(name).elements().asScala.toSeq
 
@@ -60,6 +62,22 @@ class SkewTestVectorsSuite extends AnyFunSuite {
       assert(found.medianSize == c.get("median").asLong, name)
       assert(found.threshold == c.get("threshold").asLong, name)
       assert(SkewedPartitions.splitSize(sizes, found, conf) == c.get("splitSize").asLong, name)
+    }
+  }
+
+  test("SkewedPartitions.bySlotShare finds what every shared slot-share case expects") {
+    assert(slotShareCases.exists(_.get("skewed").size() > 0))
+    assert(slotShareCases.exists(_.get("skewed").size() == 0))
+    slotShareCases.foreach { c =>
+      val name = c.get("name").asText()
+      val conf = confOf(c)
+      // The case's task slots, as the rules' TaskSlots reads them.
+      conf.setConf(SkewAggConf.SKEW_TASK_SLOTS, c.get("slots").asInt)
+      val found = SkewedPartitions.bySlotShare(longs(c, "sizes"), conf, splitTasks = 1)
+      val expected = c.get("skewed").elements().asScala.map(_.asInt).toSeq
+      assert(found.skewed.map(_._1) == expected, name)
+      assert(found.medianSize == c.get("median").asLong, name)
+      assert(found.threshold == c.get("threshold").asLong, name)
     }
   }
 
