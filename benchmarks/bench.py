@@ -75,11 +75,12 @@ OWN_QUERY = {"salted": "salted", "pre-aggregated": "pre"}
 HOLISTIC = ("percentile", "collect-list", "high-cardinality")
 # Windows Spark runs in one task per key or for the whole table (issue 67): an event table, `ts`
 # unique in the order its files were written, 4 groups; their own section, with task memory.
-ONE_TASK = ("window-global", "window-few-keys")
+ONE_TASK = ("window-global", "window-few-keys", "window-moving")
 SECTIONS = {"holistic": HOLISTIC, "window-one-task": ONE_TASK}
 # The data sets a scenario runs on, when not SKEWED and UNIFORM.
 SCENARIO_DATA = {"high-cardinality": ["highcard"],
                  "window-global": ["events"], "window-few-keys": ["events"],
+                 "window-moving": ["events"],
                  "key-shapes": ["unique", "few", "hot-unique", "hot-few"],
                  "demo": ["skewed"]}
 BUCKETS = 64
@@ -403,6 +404,13 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
     def window_few_keys() -> DataFrame:
         return ordered_by_ts(Window.partitionBy("g").orderBy("ts"))
 
+    def window_moving() -> DataFrame:
+        # Moving frames over the last 7 rows and 3 rows either side, checked as one sum of longs.
+        by_ts = Window.orderBy("ts")
+        return fact.select(
+            "ts", (F.coalesce(F.sum("v").over(by_ts.rowsBetween(-6, 0)), F.lit(0))
+                   + F.coalesce(F.max("v").over(by_ts.rowsBetween(-3, 3)), F.lit(0))).alias("s"))
+
     def tpch_q12() -> DataFrame:
         spark = fact.sparkSession
         assert q12 is not None
@@ -451,6 +459,7 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
         "window-row-number": {"query": window_row_number, "variants": holistic + without_aqe},
         "window-global": {"query": window_global, "variants": one_task},
         "window-few-keys": {"query": window_few_keys, "variants": one_task},
+        "window-moving": {"query": window_moving, "variants": one_task},
     }
 
 
@@ -709,7 +718,7 @@ def heap(report: dict) -> str:
 
 
 def render_one_task(report: dict) -> str:
-    """Windows Spark runs in one task (`--scenarios window-global,window-few-keys`)."""
+    """Windows Spark runs in one task (the window-one-task section: `ONE_TASK`)."""
     return memory_table(report, written_by(
         "Windows in one task: no PARTITION BY, fewer keys than slots", ONE_TASK) + [
         f"{measured(report)}{commit_of(report)} on {report['machine']} (2 cores, driver memory "
@@ -718,7 +727,9 @@ def render_one_task(report: dict) -> str:
         f"{report['repeats']} runs per variant, alternating. Queries: `row_number()`, a running "
         "`sum(v)` (ROWS frame) and `lag(v)` over `Window.orderBy(\"ts\")` (window-global, "
         "which vanilla runs in one task) and over `Window.partitionBy(\"g\").orderBy(\"ts\")` "
-        "(window-few-keys, one task per group), checked as one sum. vanilla-again is vanilla "
+        "(window-few-keys, one task per group), checked as one sum; window-moving: a `sum(v)` "
+        "over the last 7 rows and a `max(v)` over 3 rows either side (bounded ROWS frames) over "
+        "`Window.orderBy(\"ts\")`, checked as one sum. vanilla-again is vanilla "
         "once more (the A/A control: what identical plans measure apart in this run); "
         "skewagg@64 plans for 64 task slots, skewagg for this machine's 2. vs vanilla: the ratio "
         "of the medians, then the lowest and highest ratio within one repeat. Peak task memory: "
