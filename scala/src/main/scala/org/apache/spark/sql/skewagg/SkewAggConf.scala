@@ -451,7 +451,9 @@ object SkewAggConf {
     buildConf("spark.skewagg.window.split.sampleFraction")
       .doc("HotKeySplitWindow: about this fraction of the skewed partitions' map outputs is " +
         "read by the sample, chosen in proportion to their size (evenly spaced over their " +
-        "bytes, at least one per skewed partition; a map output holding a larger share of " +
+        "bytes, at least one per skewed partition and at least as many as the ranges they may " +
+        "be cut into, up to spark.skewagg.window.split.maxSplits, so an order that follows " +
+        "the input's files is cut across all of it; a map output holding a larger share of " +
         "the bytes is always read), so a hot key concentrated in a few map outputs is seen. " +
         "1.0 reads every map output. Estimates only decide where rows go, never a result.")
       .version("0.1.0")

@@ -84,9 +84,10 @@ private[window] final class HotKeySplitWindowEvaluator(
     val pieces = inputReading(pieceSpecs).execute()
     val minKeyRows = conf.getConf(SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS)
     // Without PARTITION BY the one key is the whole partition: split into pieces of the target
-    // size, not only at its map outputs' bounds (a few map tasks can write the whole table), its
-    // bounds sampled from at least as many map outputs as it may have ranges (the order is often
-    // that of the input's files).
+    // size, not only at its map outputs' bounds (a few map tasks can write the whole table). The
+    // bounds are sampled from at least as many map outputs as there may be ranges: the order is
+    // often that of the input's files, each map output a run of it, and bounds from a few runs
+    // would leave the rest of a key's order in one range.
     val global = plan.partitionSpec.isEmpty
     val slices =
       if (!global) pieceSpecs.size
@@ -95,8 +96,7 @@ private[window] final class HotKeySplitWindowEvaluator(
       stats.shuffleId,
       skew.skewed.map(_._1).filter(i => skewedSpecs.exists(reducers(_).contains(i))),
       conf.getConf(SkewAggConf.WINDOW_SPLIT_SAMPLE_FRACTION),
-      atLeast = if (global) math.min(slices, conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_SPLITS))
-      else 1).unzip
+      atLeast = math.min(slices, conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_SPLITS))).unzip
     val sampled = HotKeyRanges.sample(
       inputReading(sampleSpecs).execute(),
       plan.partitionSpec,
