@@ -91,11 +91,13 @@ final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq
       val update = MutableProjection.create(
         f.function.updateExpressions,
         f.function.aggBufferAttributes ++ read).target(buffer)
-      val evaluate =
+      val result =
         UnsafeProjection.create(Seq(f.function.evaluateExpression), f.function.aggBufferAttributes)
-      (buffer, initialize, update, evaluate)
+      (buffer, initialize, update, result)
     }
-    // The rows read so far (the seed's before the split's): `read(i)` is row `start + i`.
+    // The rows read (the seed's before the split's, then the seed's after them once the split's
+    // are all read): `frameRows(i)` is row `start + i` of that stream, whose row `position` is
+    // the split's next row to output. Rows no frame can reach any more are dropped in batches.
     val frameRows = mutable.ArrayBuffer.empty[UnsafeRow]
     frameRows ++= seed.last
     var start = 0L
@@ -115,8 +117,10 @@ final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq
     }
     new Iterator[InternalRow] {
       private var endsRead = false // the seed's rows after the split are in `frameRows`
+      // Reads until the next row's frames are all read: `after` rows past it, or the split's end.
       private def fill(): Unit = {
-        while (rows.hasNext && (held.isEmpty || split - 1 - (position - seed.last.size) < after)) {
+        def readPast = seed.last.size + split - 1 - position // (read rows after the next row)
+        while (rows.hasNext && (held.isEmpty || readPast < after)) {
           readRow()
         }
         if (!rows.hasNext && !endsRead) {
@@ -133,7 +137,7 @@ final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq
         val end = start + frameRows.size // (one past the last row read)
         functions.indices.foreach { j =>
           val f = functions(j)
-          val (buffer, initialize, update, evaluate) = aggregates(j)
+          val (buffer, initialize, update, result) = aggregates(j)
           initialize(InternalRow.empty)
           var i = math.max(start, position + f.lower)
           val last = math.min(end - 1, position + f.upper)
@@ -141,7 +145,7 @@ final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq
             update(join(buffer, frameRows((i - start).toInt)))
             i += 1
           }
-          val value = evaluate(buffer)
+          val value = result(buffer)
           if (value.isNullAt(0)) results.setNullAt(j)
           else results.update(j, value.get(0, f.dataType))
         }
