@@ -186,18 +186,29 @@ object WindowSplitSupport {
       bounds: (Int, Int)): Either[String, SplitWindowFunction] = {
     val name = w.windowFunction.sql
     val (lower, upper) = bounds
+    if (math.max(math.abs(lower), math.abs(upper)) > MaxOffset) {
+      Left(s"$name is not split: a ROWS frame reaching more than $MaxOffset rows is not.")
+    } else {
+      plainAggregate(
+        w,
+        "over a bounded ROWS frame, only declarative aggregates (sum, avg, " +
+          "count, min, max, first, last, stddev, ...) are.")
+        .map(SplitSlidingAggregate(w, _, lower, upper))
+    }
+  }
+
+  /** `w`'s aggregate when a declarative one without DISTINCT or FILTER, or why it is not split. */
+  private def plainAggregate(
+      w: WindowExpression,
+      others: String): Either[String, DeclarativeAggregate] = {
+    val name = w.windowFunction.sql
     w.windowFunction match {
-      case _ if math.max(math.abs(lower), math.abs(upper)) > MaxOffset =>
-        Left(s"$name is not split: a ROWS frame reaching more than $MaxOffset rows is not.")
-      case AggregateExpression(a: DeclarativeAggregate, Complete, false, None, _) =>
-        Right(SplitSlidingAggregate(w, a, lower, upper))
+      case AggregateExpression(a: DeclarativeAggregate, Complete, false, None, _) => Right(a)
       case AggregateExpression(_, _, true, _, _) =>
         Left(s"$name is not split: DISTINCT aggregates are not.")
       case AggregateExpression(_, _, _, Some(_), _) =>
         Left(s"$name is not split: aggregates with FILTER are not.")
-      case _ =>
-        Left(s"$name is not split: over a bounded ROWS frame, only declarative aggregates " +
-          "(sum, avg, count, min, max, first, last, stddev, ...) are.")
+      case _ => Left(s"$name is not split: $others")
     }
   }
 
@@ -221,16 +232,14 @@ object WindowSplitSupport {
       case n: NthValue if n.offset.eval().asInstanceOf[Int] > MaxOffset =>
         Left(s"$name is not split: nth_value beyond the ${MaxOffset}th row is not.")
       case n: NthValue if knownBuffer(n) => Right(n)
-      case AggregateExpression(a: DeclarativeAggregate, Complete, false, None, _) =>
-        aggregate(a, ordered, conf).map(reason => s"$name is not split: $reason").toLeft(a)
-      case AggregateExpression(_, _, true, _, _) =>
-        Left(s"$name is not split: DISTINCT aggregates are not.")
-      case AggregateExpression(_, _, _, Some(_), _) =>
-        Left(s"$name is not split: aggregates with FILTER are not.")
       case _ =>
-        Left(s"$name is not split: only count, sum, avg, min, max, first_value, last_value, " +
-          "nth_value, row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag and " +
-          "lead are.")
+        plainAggregate(
+          w,
+          "only count, sum, avg, min, max, first_value, last_value, nth_value, " +
+            "row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag and lead are.")
+          .flatMap { a =>
+            aggregate(a, ordered, conf).map(reason => s"$name is not split: $reason").toLeft(a)
+          }
     }
     supported.flatMap { function =>
       frame.map(SplitFunction(w, function, _)).toRight(
