@@ -68,11 +68,9 @@ final class SplitOffsets(offsets: Seq[SplitOffset], input: Seq[Attribute]) exten
    * rows reach beyond it, from the splits' `halos` (in order).
    */
   def seeds(halos: Seq[Seq[IndexedSeq[UnsafeRow]]]): Seq[Seq[IndexedSeq[UnsafeRow]]] = {
-    val none = IndexedSeq.empty[UnsafeRow]
     val perFunction = offsets.indices.map { i =>
-      if (lags.contains(i)) {
-        halos.scanLeft(none)((before, halo) => (before ++ halo(i)).takeRight(reach(i))).init
-      } else halos.scanRight(none)((halo, after) => (halo(i) ++ after).take(reach(i))).tail
+      if (lags.contains(i)) SplitEdges.before(halos.map(_(i)), reach(i))
+      else SplitEdges.after(halos.map(_(i)), reach(i))
     }
     halos.indices.map(split => perFunction.map(_(split)))
   }
@@ -198,4 +196,16 @@ private final class LastRows(capacity: Int) {
 
   def oldestFirst: IndexedSeq[UnsafeRow] =
     (0 until count).map(j => slots((start + j) % capacity).copy())
+}
+
+/** The rows a split reaches beyond it, from the edges of the splits of its key (in order). */
+private object SplitEdges {
+
+  /** Per split, the last `n` rows of the splits before it, from each split's last rows. */
+  def before(lasts: Seq[IndexedSeq[UnsafeRow]], n: Int): Seq[IndexedSeq[UnsafeRow]] =
+    lasts.scanLeft(IndexedSeq.empty[UnsafeRow])((rows, last) => (rows ++ last).takeRight(n)).init
+
+  /** Per split, the first `n` rows of the splits after it, from each split's first rows. */
+  def after(firsts: Seq[IndexedSeq[UnsafeRow]], n: Int): Seq[IndexedSeq[UnsafeRow]] =
+    firsts.scanRight(IndexedSeq.empty[UnsafeRow])((first, rows) => (first ++ rows).take(n)).tail
 }

@@ -69,10 +69,9 @@ final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq
    * splits' `halos` (in order).
    */
   def seeds(halos: Seq[SplitSlidingFrames.Edges]): Seq[SplitSlidingFrames.Edges] = {
-    val none = IndexedSeq.empty[UnsafeRow]
-    val preceding = halos.scanLeft(none)((rows, halo) => (rows ++ halo.last).takeRight(before))
-    val following = halos.scanRight(none)((halo, rows) => (halo.first ++ rows).take(after))
-    halos.indices.map(i => SplitSlidingFrames.Edges(first = following(i + 1), last = preceding(i)))
+    val preceding = SplitEdges.before(halos.map(_.last), before)
+    val following = SplitEdges.after(halos.map(_.first), after)
+    halos.indices.map(i => SplitSlidingFrames.Edges(first = following(i), last = preceding(i)))
   }
 
   /**
