@@ -159,6 +159,30 @@ def test_moving_averages_over_the_last_rows_split_with_sparks_rows(spark: SparkS
 
 
 @pytest.mark.usefixtures("split_conf")
+def test_moving_sums_over_a_range_of_times_split_with_sparks_rows(spark: SparkSession) -> None:
+    """rangeBetween over the order's values, and RANGE ... INTERVAL over a timestamp: each range
+    reads the rows of the ranges beside it that its frames reach."""
+    by_ts = Window.orderBy("ts")
+    numeric = differential(spark, lambda s: _events(s).select(
+        "ts",
+        F.sum("v").over(by_ts.rangeBetween(-50, 0)).alias("last50"),
+        F.count("v").over(by_ts.rangeBetween(-5, 20)).alias("around"),
+    ))
+
+    def last_hour(s: SparkSession) -> DataFrame:
+        _events(s).withColumn("at", F.timestamp_seconds(F.col("ts") * 60)) \
+            .createOrReplaceTempView("events")
+        return s.sql("SELECT ts, sum(v) OVER (ORDER BY at RANGE BETWEEN INTERVAL 1 HOUR "
+                     "PRECEDING AND CURRENT ROW) AS last_hour FROM events")
+
+    timed = differential(spark, last_hour)
+    for plans in (numeric, timed):
+        for adaptive in (True, False):
+            plan = plans[(True, adaptive)]
+            assert plan.has("HotKeySplitWindowExec") and not plan.has("WindowExec"), plan
+
+
+@pytest.mark.usefixtures("split_conf")
 def test_fewer_keys_than_partitions_split_by_the_per_slot_share(spark: SparkSession) -> None:
     """4 keys in as many shuffle partitions: every partition is as large as the median, but each
     holds a quarter of the stage, far above an even share on 64 slots: all 4 keys split."""

@@ -30,6 +30,10 @@ QUERIES = {
     # A chain of windows on the same key: routed again by the second window's order.
     "chain": "SELECT k, o, row_number() OVER (PARTITION BY k ORDER BY o) AS rn, "
     "sum(v) OVER (PARTITION BY k ORDER BY i DESC) AS running FROM t",
+    # Bounded ROWS and RANGE frames: each split reads the rows its frames reach beside it.
+    "moving": "SELECT k, o, sum(v) OVER (PARTITION BY k ORDER BY o ROWS BETWEEN 6 PRECEDING "
+    "AND CURRENT ROW) AS s7, avg(v) OVER (PARTITION BY k ORDER BY o RANGE BETWEEN 300 "
+    "PRECEDING AND 100 FOLLOWING) AS a FROM t",
     # No PARTITION BY: Spark's one task for the whole table, split by ranges of the order.
     "global": "SELECT k, o, row_number() OVER (ORDER BY o) AS rn, sum(v) OVER (ORDER BY i, o) "
     "AS running, lag(v) OVER (ORDER BY o) AS l FROM t",

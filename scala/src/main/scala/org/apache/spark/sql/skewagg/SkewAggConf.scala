@@ -438,6 +438,16 @@ object SkewAggConf {
       .intAtLeast(2)
       .createWithDefault(256))
 
+  val WINDOW_SPLIT_MAX_RANGE_FRAME_ROWS: ConfigEntry[Int] = listed(
+    buildConf("spark.skewagg.window.split.maxRangeFrameRows")
+      .doc("HotKeySplitWindow: the most rows at either edge of a split that a bounded RANGE " +
+        "frame (RANGE BETWEEN 7 PRECEDING AND CURRENT ROW) may reach from outside it. Each " +
+        "split's edge rows go to the driver and to the splits around it; a key whose frames " +
+        "reach more rows across an edge runs in Spark's window, and the explanation says so.")
+      .version("0.1.0")
+      .intAtLeast(1)
+      .createWithDefault(10000))
+
   val WINDOW_SPLIT_SAMPLE_SIZE: ConfigEntry[Int] = listed(
     buildConf("spark.skewagg.window.split.sampleSize")
       .doc("HotKeySplitWindow: how many rows (keys and ORDER BY values) of the skewed " +

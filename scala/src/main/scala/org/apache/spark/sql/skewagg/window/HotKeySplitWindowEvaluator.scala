@@ -141,11 +141,12 @@ private[window] final class HotKeySplitWindowEvaluator(
       RowsScanExec(
         child.output,
         pipeline.readPartitions(dependency, 0 until ranges.head.hashPartitions)))
+    val (hot, unsplit) = hotKeyResults(ranges, dependency, routed, pieceSpecs)
     val parts =
-      Seq(rest.execute(), hotKeyResults(ranges, dependency, routed, pieceSpecs)) ++
+      Seq(rest.execute(), hot) ++
         (if (ordinarySpecs.isEmpty) Nil
          else Seq(sparkWindow(inputReading(ordinarySpecs)).execute()))
-    finish(pipeline.union(parts), skewed)
+    finish(pipeline.union(parts), skewed + unsplit.fold("")("; " + _))
   }
 
   private def finish(result: RDD[InternalRow], decision: String): RDD[InternalRow] = {
@@ -198,29 +199,41 @@ private[window] final class HotKeySplitWindowEvaluator(
   /**
    * The hot keys' splits, window by window: summarized (by the routing map tasks, or one job
    * when summaries read in order), seeded on the driver, then computed; each window's results
-   * are routed by the next window's order. A key too large for a ranking function's int runs
-   * Spark's windows in one task. In place ([[HotKeySplitWindowExec.inPlace]]), the pieces are
-   * read again instead.
+   * are routed by the next window's order. A key too large for a ranking function's int, or
+   * whose bounded RANGE frames reach too far across its splits' edges, runs Spark's windows in
+   * one task (said in the note returned). In place ([[HotKeySplitWindowExec.inPlace]]), the
+   * pieces are read again instead.
    */
   private def hotKeyResults(
       ranges: Seq[HotKeyRanges],
       dependency: ShuffleDependency[Int, InternalRow, InternalRow],
       routed: Option[RoutedWindowSummaries],
-      pieceSpecs: Seq[ShufflePartitionSpec]): RDD[InternalRow] = {
+      pieceSpecs: Seq[ShufflePartitionSpec]): (RDD[InternalRow], Option[String]) = {
     val summaries = summariesOf(0, ranges.head, dependency, routed)
     val first = ranges.head.hashPartitions
     val maxRankedRows = conf.getConf(SkewAggConf.TEST_WINDOW_MAX_RANKED_ROWS)
     // The same keys, in the same order, in every window's ranges.
-    val (splitKeys, sparksKeys) = ranges.head.hotKeys.indices.partition { k =>
-      val rows = ranges.head.hotKeys(k).partitions.map(p => summaries(p - first).rows).sum
-      levels.forall(_.splits(rows, maxRankedRows))
+    def keySummaries(k: Int) = ranges.head.hotKeys(k).partitions.map(p => summaries(p - first))
+    val (fitting, tooLarge) = ranges.head.hotKeys.indices.partition { k =>
+      levels.forall(_.splits(keySummaries(k).map(_.rows).sum, maxRankedRows))
     }
+    val (splitKeys, rangedTooFar) = fitting.partition(k => levels.head.exact(keySummaries(k)))
+    val sparksKeys = tooLarge ++ rangedTooFar
+    val unsplit = Seq(
+      tooLarge -> "too many rows for a ranking function's int",
+      rangedTooFar -> ("bounded RANGE frames reaching more than " +
+        s"${conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_RANGE_FRAME_ROWS)} rows across a split's " +
+        s"edge (${SkewAggConf.WINDOW_SPLIT_MAX_RANGE_FRAME_ROWS.key}), or bounds that wrap " +
+        "around")).collect {
+      case (keys, why) if keys.nonEmpty => s"${keys.size} key(s) in Spark's window: $why"
+    }
+    val note = if (unsplit.isEmpty) None else Some(unsplit.mkString("; "))
     val firstSeeds = seedsOf(0, ranges.head, splitKeys, summaries)
     if (plan.inPlace) { // (no ranking function without an order: every key was split)
       val valuesByKey = new java.util.HashMap[UnsafeRow, InternalRow]()
       ranges.head.hotKeys.foreach(h =>
         valuesByKey.put(h.key, firstSeeds(h.firstPartition - first)._2))
-      return withKeyValues(inputReading(pieceSpecs).execute(), valuesByKey)
+      return (withKeyValues(inputReading(pieceSpecs).execute(), valuesByKey), note)
     }
     val splitRows = plan.longMetric("splitRows")
     var results = evaluated(0, ranges.head, dependency, firstSeeds, counted = Some(splitRows))
@@ -232,13 +245,13 @@ private[window] final class HotKeySplitWindowEvaluator(
         seedsOf(level, next, splitKeys, summariesOf(level, next, nextDependency, nextRouted))
       results = evaluated(level, next, nextDependency, seeds, counted = None)
     }
-    if (sparksKeys.isEmpty) results
+    if (sparksKeys.isEmpty) (results, note)
     else {
       // Each such key's splits read in order by one task, Spark's sorts and windows over them.
-      val whole = sparksKeys.map(ranges.head.hotKeys).map(h =>
+      val whole = sparksKeys.sorted.map(ranges.head.hotKeys).map(h =>
         CoalescedPartitionSpec(h.partitions.head, h.partitions.last + 1))
       val keys = pipeline.readSpecs(dependency, whole)
-      pipeline.union(Seq(results, sparkWindow(RowsScanExec(child.output, keys)).execute()))
+      (pipeline.union(Seq(results, sparkWindow(RowsScanExec(child.output, keys)).execute())), note)
     }
   }
 

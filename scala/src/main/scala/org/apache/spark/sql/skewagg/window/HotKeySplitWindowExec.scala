@@ -119,7 +119,12 @@ case class HotKeySplitWindowExec(
     val split = windows.indices.map { i =>
       val w = windows(i)
       WindowSplitSupport.functions(w.windowExpression, w.orderSpec, windows.size > 1, conf)
-        .map(new SplitWindowFunctions(_, w.windowExpression, w.orderSpec, inputOf(i)))
+        .map(new SplitWindowFunctions(
+          _,
+          w.windowExpression,
+          w.orderSpec,
+          inputOf(i),
+          conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_RANGE_FRAME_ROWS)))
     }
     split.collectFirst { case Left(reason) => reason }.toLeft(split.collect { case Right(f) => f })
   }

@@ -4,8 +4,8 @@ import scala.collection.mutable
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
-  Attribute, AttributeReference, AttributeSet, JoinedRow, MutableProjection, SpecificInternalRow,
-  UnsafeProjection, UnsafeRow, WindowExpression
+  Attribute, AttributeReference, AttributeSet, JoinedRow, UnsafeProjection, UnsafeRow,
+  WindowExpression
 }
 
 /**
@@ -16,12 +16,10 @@ import org.apache.spark.sql.catalyst.expressions.{
  * split keeps its halo ([[Halo]]): the columns the aggregates read of its first [[after]] and
  * last [[before]] rows. The driver cuts each split's seed from the halos of the splits before
  * and after it ([[seeds]]). A split then reads its rows between the seed's rows before and after
- * them, and aggregates each row's frame from scratch with the function's own initial, update and
- * evaluate expressions, over the frame's rows in order ([[evaluate]]).
+ * them, and aggregates each row's frame from scratch, in order ([[FrameAggregates]], as Spark's
+ * sliding frame: its results to the last bit).
  *
- * Rule: that is how Spark's sliding frame computes (`SlidingWindowFunctionFrame` aggregates its
- * buffer again whenever the frame moves), so the results are Spark's to the last bit, floating
- * point sums included; the halos and the evaluation read a split's rows in one (total) order.
+ * Rule: the halos and the evaluation read a split's rows in one (total) order.
  */
 final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq[Attribute])
     extends Serializable {
@@ -84,16 +82,7 @@ final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq
       rowAttributes: Seq[Attribute],
       seed: SplitSlidingFrames.Edges): Iterator[InternalRow] = {
     val project = reading()
-    val aggregates = functions.map { f =>
-      val buffer = new SpecificInternalRow(f.function.aggBufferAttributes.map(_.dataType))
-      val initialize = MutableProjection.create(f.function.initialValues).target(buffer)
-      val update = MutableProjection.create(
-        f.function.updateExpressions,
-        f.function.aggBufferAttributes ++ read).target(buffer)
-      val result =
-        UnsafeProjection.create(Seq(f.function.evaluateExpression), f.function.aggBufferAttributes)
-      (buffer, initialize, update, result)
-    }
+    val aggregates = new FrameAggregates(functions.map(_.function), read)
     // The rows read (the seed's before the split's, then the seed's after them once the split's
     // are all read): `frameRows(i)` is row `start + i` of that stream, whose row `position` is
     // the split's next row to output. Rows no frame can reach any more are dropped in batches.
@@ -103,8 +92,6 @@ final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq
     var split = 0L // the split's rows read
     val held = mutable.Queue.empty[UnsafeRow] // the split's rows waiting for their frames
     var position = seed.last.size.toLong // the row of `held.head`
-    val results = new SpecificInternalRow(functions.map(_.dataType))
-    val join = new JoinedRow()
     val withResults = new JoinedRow()
     val output =
       UnsafeProjection.create((rowAttributes ++ resultAttributes).map(_.dataType).toArray)
@@ -136,17 +123,9 @@ final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq
         val end = start + frameRows.size // (one past the last row read)
         functions.indices.foreach { j =>
           val f = functions(j)
-          val (buffer, initialize, update, result) = aggregates(j)
-          initialize(InternalRow.empty)
-          var i = math.max(start, position + f.lower)
-          val last = math.min(end - 1, position + f.upper)
-          while (i <= last) {
-            update(join(buffer, frameRows((i - start).toInt)))
-            i += 1
-          }
-          val value = result(buffer)
-          if (value.isNullAt(0)) results.setNullAt(j)
-          else results.update(j, value.get(0, f.dataType))
+          val from = math.max(start, position + f.lower)
+          val to = math.min(end - 1, position + f.upper)
+          aggregates.aggregate(j, frameRows, (from - start).toInt, (to - start).toInt)
         }
         position += 1
         // Keep the rows the next row's frames may reach back to.
@@ -155,7 +134,7 @@ final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq
           frameRows.remove(0, drop)
           start += drop
         }
-        output(withResults(row, results))
+        output(withResults(row, aggregates.results))
       }
     }
   }

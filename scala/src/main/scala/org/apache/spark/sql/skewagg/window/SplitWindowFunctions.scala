@@ -18,8 +18,9 @@ import org.apache.spark.sql.types.IntegralType
  * What one split (one order range of one hot key) holds, for the splits around it: its rows, its
  * peer groups and the order values of its last row (when dense_rank needs them), the partial
  * buffers of its aggregates (`SplitWindowFunctions.partials`' layout), and the inputs at its
- * edges that lag and lead reach (`SplitOffsets.Halo`), nth_value (`SplitNthValues.Head`) and
- * bounded ROWS frames (`SplitSlidingFrames.Edges`).
+ * edges that lag and lead reach (`SplitOffsets.Halo`), nth_value (`SplitNthValues.Head`),
+ * bounded ROWS frames (`SplitSlidingFrames.Edges`) and bounded RANGE frames
+ * (`SplitRangeFrames.Edges`).
  */
 final case class SplitSummary(
     rows: Long,
@@ -28,17 +29,19 @@ final case class SplitSummary(
     partial: InternalRow,
     halo: Seq[IndexedSeq[UnsafeRow]],
     heads: Seq[(Long, IndexedSeq[UnsafeRow])],
-    frames: SplitSlidingFrames.Edges)
+    frames: SplitSlidingFrames.Edges,
+    ranges: SplitRangeFrames.Edges)
 
 /**
  * What a split starts from: its running functions' buffers after the splits before it, the
  * inputs lag and lead reach beyond it (`SplitOffsets.seeds`), and the rows its bounded ROWS
- * frames reach beyond it (`SplitSlidingFrames.seeds`).
+ * and RANGE frames reach beyond it (`SplitSlidingFrames.seeds`, `SplitRangeFrames.seeds`).
  */
 final case class SplitSeed(
     running: InternalRow,
     offsets: Seq[IndexedSeq[UnsafeRow]],
-    frames: SplitSlidingFrames.Edges)
+    frames: SplitSlidingFrames.Edges,
+    ranges: SplitRangeFrames.Edges)
 
 /** Spark's window buffer thresholds (`spark.sql.windowExec.buffer.*`), for one peer group. */
 final case class PeerBuffer(inMemoryRows: Int, spillRows: Int) {
@@ -71,13 +74,19 @@ final class SplitWindowFunctions(
     splitFunctions: Seq[SplitWindowFunction],
     windowExpression: Seq[NamedExpression],
     orderSpec: Seq[SortOrder],
-    input: Seq[Attribute])
+    input: Seq[Attribute],
+    maxRangeEdgeRows: Int)
     extends Serializable {
 
   private val functions = splitFunctions.collect { case f: SplitFunction => f }
   private val offsets = new SplitOffsets(splitFunctions.collect { case o: SplitOffset => o }, input)
   private val sliding =
     new SplitSlidingFrames(splitFunctions.collect { case s: SplitSlidingAggregate => s }, input)
+  private val ranged = new SplitRangeFrames(
+    splitFunctions.collect { case r: SplitRangeAggregate => r },
+    orderSpec,
+    input,
+    maxRangeEdgeRows)
 
   private val nthFunctions = functions.filter(_.function.isInstanceOf[NthValue])
   private val nths =
@@ -103,17 +112,26 @@ final class SplitWindowFunctions(
   def splits(rows: Long, maxRankedRows: Long): Boolean =
     rows <= maxRankedRows || !functions.exists(f => ranking(f.function))
 
+  /**
+   * Whether a key's splits (their `summaries`, in order) compute exactly what Spark's window
+   * does: its bounded RANGE frames' bounds never moved back and reach few enough rows across
+   * each edge ([[SplitRangeFrames.exact]]). Otherwise the key runs in Spark's window.
+   */
+  def exact(summaries: Seq[SplitSummary]): Boolean =
+    ranged.isEmpty || ranged.exact(summaries.map(_.ranges))
+
   /** dense_rank needs the peer groups before a split and the last order values. */
   private val needsPeers: Boolean = functions.exists(_.function.isInstanceOf[DenseRank])
 
   /**
    * Whether a split's summary reads its rows in the window's order (as its evaluation does):
    * for dense_rank's peer groups, first / last values over an order, nth values (the first n of
-   * a split, with or without an order), lag / lead, and bounded ROWS frames. Other summaries
-   * merge in any order.
+   * a split, with or without an order), lag / lead, and bounded ROWS and RANGE frames. Other
+   * summaries merge in any order.
    */
   val summarizesInOrder: Boolean =
-    needsPeers || !offsets.isEmpty || !sliding.isEmpty || nthFunctions.nonEmpty ||
+    needsPeers || !offsets.isEmpty || !sliding.isEmpty || !ranged.isEmpty ||
+      nthFunctions.nonEmpty ||
       orderSpec.nonEmpty && functions.exists(_.function match {
         case _: First | _: Last => true
         case _ => false
@@ -125,7 +143,7 @@ final class SplitWindowFunctions(
    * them ([[withWholeValues]]).
    */
   val wholeValuesOnly: Boolean =
-    running.isEmpty && offsets.isEmpty && sliding.isEmpty && !summarizesInOrder
+    running.isEmpty && offsets.isEmpty && sliding.isEmpty && ranged.isEmpty && !summarizesInOrder
 
   private def ranking(f: DeclarativeAggregate): Boolean = f match {
     case _: RowNumberLike | _: RankLike => true
@@ -165,12 +183,14 @@ final class SplitWindowFunctions(
     private val halo = if (offsets.isEmpty) None else Some(new offsets.Halo)
     private val head = if (nthFunctions.isEmpty) None else Some(new nths.Head)
     private val frames = if (sliding.isEmpty) None else Some(new sliding.Halo)
+    private val rangeEdges = if (ranged.isEmpty) None else Some(new ranged.Halo)
 
     override def add(row: InternalRow): Unit = {
       if (partials.nonEmpty) shared.update.target(buffer)(join.withRight(row))
       halo.foreach(_.add(row))
       head.foreach(_.add(row))
       frames.foreach(_.add(row))
+      rangeEdges.foreach(_.add(row))
       if (needsPeers && (groupStart == null || shared.ordering.compare(groupStart, row) != 0)) {
         peers += 1
         groupStart = row.copy()
@@ -186,7 +206,8 @@ final class SplitWindowFunctions(
       buffer.copy(),
       halo.fold(Seq.empty[IndexedSeq[UnsafeRow]])(_.result),
       head.fold(Seq.empty[(Long, IndexedSeq[UnsafeRow])])(_.result),
-      frames.fold(SplitSlidingFrames.Empty)(_.result))
+      frames.fold(SplitSlidingFrames.Empty)(_.result),
+      rangeEdges.fold(SplitRangeFrames.Empty)(_.result))
   }
 
   /**
@@ -198,7 +219,15 @@ final class SplitWindowFunctions(
     val merged = emptyPartials()
     val mergePart = merger(merged)
     parts.foreach(part => mergePart(new JoinedRow(merged, part.partial)))
-    SplitSummary(parts.map(_.rows).sum, 0L, None, merged.copy(), Nil, Nil, SplitSlidingFrames.Empty)
+    SplitSummary(
+      parts.map(_.rows).sum,
+      0L,
+      None,
+      merged.copy(),
+      Nil,
+      Nil,
+      SplitSlidingFrames.Empty,
+      SplitRangeFrames.Empty)
   }
 
   /** The partial buffers' initial values (from `initial`, their projection). */
@@ -250,8 +279,11 @@ final class SplitWindowFunctions(
     val frameSeeds =
       if (sliding.isEmpty) splits.map(_ => SplitSlidingFrames.Empty)
       else sliding.seeds(splits.map(_.frames))
+    val rangeSeeds =
+      if (ranged.isEmpty) splits.map(_ => SplitRangeFrames.Empty)
+      else ranged.seeds(splits.map(_.ranges))
     (
-      splits.indices.map(i => SplitSeed(seeds(i), offsetSeeds(i), frameSeeds(i))),
+      splits.indices.map(i => SplitSeed(seeds(i), offsetSeeds(i), frameSeeds(i), rangeSeeds(i))),
       new GenericInternalRow(keyValues.toArray[Any]))
   }
 
@@ -302,12 +334,19 @@ final class SplitWindowFunctions(
       seed: SplitSeed,
       keyValues: InternalRow,
       peerBuffer: PeerBuffer): Iterator[InternalRow] = {
-    // Rows with their lag / lead results, then their bounded frames' results, after the input.
+    // Rows with their lag / lead results, then their bounded ROWS and RANGE frames' results,
+    // after the input.
     val lagged =
       if (offsets.isEmpty) inputRows else offsets.evaluate(inputRows, input, seed.offsets)
-    val rows =
+    val slid =
       if (sliding.isEmpty) lagged
       else sliding.evaluate(lagged, input ++ offsets.resultAttributes, seed.frames)
+    val rows =
+      if (ranged.isEmpty) slid
+      else {
+        val attributes = input ++ offsets.resultAttributes ++ sliding.resultAttributes
+        ranged.evaluate(slid, attributes, seed.ranges)
+      }
     val rowsFrame = running.filter(_.frame == SplitFrame.RunningRows)
     val rangeFrame = running.filter(_.frame == SplitFrame.RunningRange)
     val buffer = new SpecificInternalRow(runningBuffer.map(_.dataType))
@@ -393,13 +432,14 @@ final class SplitWindowFunctions(
    * bounded frames' results and the other functions' results.
    */
   private def resultProjection(): UnsafeProjection = {
-    val byExpression =
-      functions.map(_.expression).zip(resultAttributes).toMap ++ offsets.results ++ sliding.results
+    val byExpression = functions.map(_.expression).zip(resultAttributes).toMap ++
+      offsets.results ++ sliding.results ++ ranged.results
     val patched = windowExpression.map(_.transform {
       case w: WindowExpression if byExpression.contains(w) => byExpression(w)
     })
     UnsafeProjection.create(
       input ++ patched,
-      input ++ offsets.resultAttributes ++ sliding.resultAttributes ++ resultAttributes)
+      input ++ offsets.resultAttributes ++ sliding.resultAttributes ++ ranged.resultAttributes ++
+        resultAttributes)
   }
 }

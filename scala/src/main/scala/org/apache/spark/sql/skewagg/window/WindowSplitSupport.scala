@@ -67,6 +67,19 @@ final case class SplitSlidingAggregate(
     extends SplitWindowFunction
 
 /**
+ * `function` (Spark's `DeclarativeAggregate`) over a bounded RANGE frame: the rows whose order
+ * values lie from `lower` to `upper` of the current row's, each the current row's order values
+ * (None: CURRENT ROW) or its value plus an offset as Spark's window adds them
+ * ([[RangeFrameBound]]), e.g. `RANGE BETWEEN INTERVAL 7 DAYS PRECEDING AND CURRENT ROW`.
+ */
+final case class SplitRangeAggregate(
+    expression: WindowExpression,
+    function: DeclarativeAggregate,
+    lower: Option[Expression],
+    upper: Option[Expression])
+    extends SplitWindowFunction
+
+/**
  * Which windows a hot key can be split for, and why not: one place for the rule and the
  * explanation. A split key's rows are computed in ranges of the window's order, each seeded with
  * what the ranges before it hold, so a function is split when that seed is exact:
@@ -90,10 +103,14 @@ final case class SplitSlidingAggregate(
  *  - any declarative aggregate over a bounded ROWS frame (`ROWS BETWEEN 6 PRECEDING AND CURRENT
  *    ROW`) reaching at most [[MaxOffset]] rows: the seed is the rows of the ranges around it that
  *    the frames reach, and each frame is aggregated as Spark's sliding frame does
- *    ([[SplitSlidingFrames]]), floating point included.
+ *    ([[SplitSlidingFrames]]), floating point included;
+ *  - any declarative aggregate over a bounded RANGE frame (`RANGE BETWEEN INTERVAL 7 DAYS
+ *    PRECEDING AND CURRENT ROW`) in a window alone (not a chain): the seed is the rows of the
+ *    ranges around it within the frames' reach, found at run time, and a key whose frames reach
+ *    too far across an edge runs in Spark's window ([[SplitRangeFrames]]).
  * Without ORDER BY only what reads no order of the rows is split (`unordered`). Everything else
- * (bounded RANGE frames, frames bounded on one side only, lead IGNORE NULLS, DISTINCT or FILTER
- * aggregates, imperative aggregates) is refused.
+ * (frames bounded on one side only, lead IGNORE NULLS, DISTINCT or FILTER aggregates, imperative
+ * aggregates; bounded frames where Spark aggregates them by a segment tree) is refused.
  */
 object WindowSplitSupport {
 
@@ -107,26 +124,39 @@ object WindowSplitSupport {
       chained: Boolean,
       conf: SQLConf): Either[String, Seq[SplitWindowFunction]] = {
     val expressions = windowExpression.flatMap(_.collect { case w: WindowExpression => w }).distinct
-    val split = expressions.map(w => function(w, orderSpec.nonEmpty, chained, conf))
+    val split = expressions.map(w => function(w, orderSpec, chained, conf))
     split.collectFirst { case Left(reason) => reason }.toLeft(split.collect { case Right(f) => f })
   }
 
   private def function(
       w: WindowExpression,
-      ordered: Boolean,
+      orderSpec: Seq[SortOrder],
       chained: Boolean,
-      conf: SQLConf): Either[String, SplitWindowFunction] = w.windowFunction match {
-    case o: FrameLessOffsetWindowFunction if !ordered =>
-      Left(s"${w.windowFunction.sql} is not split: ${o.prettyName} without ORDER BY is not.")
-    case o: FrameLessOffsetWindowFunction => offset(w, o)
-    case _ if boundedRows(w).isDefined && !ordered =>
-      Left(s"${w.windowFunction.sql} is not split: a ROWS frame without ORDER BY reads the " +
-        "rows in the order they arrive, which a split does not keep.")
-    case _ if boundedRows(w).isDefined => sliding(w, boundedRows(w).get)
-    case _ => aggregateOrRank(w, ordered, conf).flatMap {
-        case f: SplitFunction if !ordered => unordered(f, chained)
-        case f => Right(f)
-      }
+      conf: SQLConf): Either[String, SplitWindowFunction] = {
+    val ordered = orderSpec.nonEmpty
+    w.windowFunction match {
+      case o: FrameLessOffsetWindowFunction if !ordered =>
+        Left(s"${w.windowFunction.sql} is not split: ${o.prettyName} without ORDER BY is not.")
+      case o: FrameLessOffsetWindowFunction => offset(w, o)
+      case _ if boundedRows(w).isDefined && !ordered =>
+        Left(s"${w.windowFunction.sql} is not split: a ROWS frame without ORDER BY reads the " +
+          "rows in the order they arrive, which a split does not keep.")
+      case _ if (boundedRows(w).isDefined || boundedRange(w)) && segmentTree(conf) =>
+        Left(
+          s"${w.windowFunction.sql} is not split: Spark aggregates bounded frames by a segment " +
+            s"tree (${SegmentTreeKey}=true), merging blocks in an order a split does not keep.")
+      case _ if boundedRows(w).isDefined => sliding(w, boundedRows(w).get)
+      case _ if boundedRange(w) && !ordered =>
+        Left(s"${w.windowFunction.sql} is not split: a RANGE frame without ORDER BY is not.")
+      case _ if boundedRange(w) && chained =>
+        Left(s"${w.windowFunction.sql} is not split: a bounded RANGE frame in a chain of windows " +
+          "is not (a key whose frames reach too far is found only as its window runs).")
+      case _ if boundedRange(w) => range(w, orderSpec, conf)
+      case _ => aggregateOrRank(w, ordered, conf).flatMap {
+          case f: SplitFunction if !ordered => unordered(f, chained)
+          case f => Right(f)
+        }
+    }
   }
 
   /**
@@ -197,6 +227,45 @@ object WindowSplitSupport {
     }
   }
 
+  /** Whether `w`'s frame is a RANGE frame bounded on both sides (CURRENT ROW or an offset). */
+  private def boundedRange(w: WindowExpression): Boolean = w.windowSpec.frameSpecification match {
+    case SpecifiedWindowFrame(RangeFrame, lower, upper) =>
+      Seq(lower, upper).forall(b => b == CurrentRow || b.foldable)
+    case _ => false
+  }
+
+  private def range(
+      w: WindowExpression,
+      orderSpec: Seq[SortOrder],
+      conf: SQLConf): Either[String, SplitWindowFunction] = {
+    val name = w.windowFunction.sql
+    val SpecifiedWindowFrame(_, lower, upper) = w.windowSpec.frameSpecification
+    def bound(b: Expression): Either[String, Option[Expression]] =
+      if (b == CurrentRow) Right(None)
+      else {
+        RangeFrameBound(orderSpec.head, b, conf.sessionLocalTimeZone)
+          .filter(_ => orderSpec.size == 1)
+          .filter(_.dataType == orderSpec.head.dataType)
+          .map(Some(_))
+          .toRight(s"$name is not split: its RANGE frame's offset (${b.sql}) is not one Spark's " +
+            s"window adds to ${orderSpec.map(_.sql).mkString(", ")}.")
+      }
+    for {
+      l <- bound(lower)
+      u <- bound(upper)
+      a <- plainAggregate(
+        w,
+        "over a bounded RANGE frame, only declarative aggregates (sum, avg, count, min, max, " +
+          "first, last, stddev, ...) are.")
+    } yield SplitRangeAggregate(w, a, l, u)
+  }
+
+  /** Spark's segment tree for moving frames (Spark 4.2+, off by default; absent before). */
+  private val SegmentTreeKey = "spark.sql.window.segmentTree.enabled"
+
+  private def segmentTree(conf: SQLConf): Boolean =
+    conf.getConfString(SegmentTreeKey, "false").trim.equalsIgnoreCase("true")
+
   /** `w`'s aggregate when a declarative one without DISTINCT or FILTER, or why it is not split. */
   private def plainAggregate(
       w: WindowExpression,
@@ -245,7 +314,7 @@ object WindowSplitSupport {
       frame.map(SplitFunction(w, function, _)).toRight(
         s"the frame of $name (${w.windowSpec.frameSpecification.sql}) is not split: only " +
           "whole-partition frames, running frames (UNBOUNDED PRECEDING to CURRENT ROW) and ROWS " +
-          "frames bounded on both sides are.")
+          "or RANGE frames bounded on both sides are.")
     }
   }
 

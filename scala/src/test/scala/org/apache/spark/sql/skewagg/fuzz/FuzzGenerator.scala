@@ -207,7 +207,8 @@ object FuzzGenerator {
    * of ties: ranks, RANGE and whole frames), or with a total order (every column after it: any
    * function, identical rows being interchangeable). Some functions are not split. A third of
    * the cases add windows on the same keys with another order, whose functions do not depend on
-   * the order of ties (a chain of windows); a quarter have no PARTITION BY.
+   * the order of ties (a chain of windows); a quarter have no PARTITION BY; some add a bounded
+   * RANGE frame.
    */
   def window(seed: Long, index: Int): FuzzCase = {
     val r = new Random(seed * 1000003L + index + 0x77696e64L)
@@ -289,9 +290,27 @@ object FuzzGenerator {
       }
     }
     // A quarter of the cases: no PARTITION BY (the whole table one partition, issue 67), drawn
-    // last so that the other cases stay as they were.
-    val windows = if (r.nextInt(4) > 0) select ++ chained
-    else (select ++ chained).map(_.replace(s"PARTITION BY $partitionBy", "").replace("( ", "("))
+    // after the rest so that the other cases' windows stay as they were.
+    val global = r.nextInt(4) == 0
+    // A fifth of those ordered by one column: a bounded RANGE frame on the same keys and order
+    // (one window with the first spec's functions when that is ordered so), drawn after that.
+    val ranged = if (r.nextInt(5) > 0 || order.contains(",")) Nil
+    else {
+      val f = pick(r, Seq("sum(f.vi)", "count(*)", "max(f.vd)", "avg(f.vl)", "min(f.vf)"))
+      val frame = pick(
+        r,
+        Seq(
+          "5 PRECEDING AND CURRENT ROW",
+          "2 PRECEDING AND 3 FOLLOWING",
+          "CURRENT ROW AND 4 FOLLOWING",
+          "8 PRECEDING AND 1 PRECEDING"))
+      Seq(s"$f OVER (PARTITION BY $partitionBy ORDER BY $order RANGE BETWEEN $frame) AS r0")
+    }
+    val windows = if (!global) select ++ chained ++ ranged
+    else {
+      (select ++ chained ++ ranged)
+        .map(_.replace(s"PARTITION BY $partitionBy", "").replace("( ", "("))
+    }
     val query = s"SELECT f.*, ${windows.mkString(", ")} FROM t1 f$where"
     FuzzCase(
       seed,

@@ -4,6 +4,7 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.functions._
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
   CheapExchanges, Differential, EveryBuild, SkewAggConf, SkewAggDecisions, SkewAggSuiteBase,
   SkewTestData, SpreadOverBuilds
@@ -133,6 +134,86 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       rows = 3000))
   }
 
+  test("bounded RANGE frames: over ties and nulls, descending, ahead and behind", EveryBuild) {
+    // i has ties and nulls (a null's frame is the nulls); t runs of 7 equal values; o unique.
+    for (order <- Seq("i", "i DESC NULLS LAST")) {
+      def range(frame: String) = s"(ORDER BY $order RANGE BETWEEN $frame)"
+      val back = range("3 PRECEDING AND CURRENT ROW")
+      val around = range("2 PRECEDING AND 2 FOLLOWING")
+      val ahead = range("1 FOLLOWING AND 4 FOLLOWING")
+      val peers = range("CURRENT ROW AND CURRENT ROW")
+      assertSplit(queried(
+        s"SELECT *, sum(v) OVER $back AS s, count(*) OVER $around AS c, max(d) OVER $ahead AS " +
+          s"hi, min(v) OVER $peers AS lo, avg(d) OVER $around AS ad, " +
+          s"rank() OVER (ORDER BY $order) AS r, sum(v) OVER (ORDER BY $order) AS run FROM t",
+        rows = 6000))
+    }
+    val byT = "(ORDER BY t RANGE BETWEEN 20 PRECEDING AND 10 FOLLOWING)"
+    val byO = "(ORDER BY o DESC RANGE BETWEEN 40 PRECEDING AND 3 PRECEDING)"
+    assertSplit(queried(s"SELECT *, sum(v) OVER $byT AS s FROM t", rows = 6000))
+    assertSplit(
+      queried(s"SELECT *, avg(f) OVER $byO AS a, stddev(f) OVER $byO AS sd FROM t", rows = 6000))
+  }
+
+  test(
+    "bounded RANGE frames over dates and timestamps: intervals as Spark adds them",
+    EveryBuild) {
+    val days = "(ORDER BY day RANGE BETWEEN 3 PRECEDING AND CURRENT ROW)"
+    val months = "(ORDER BY day RANGE BETWEEN INTERVAL '1' MONTH PRECEDING AND CURRENT ROW)"
+    val hours =
+      "(ORDER BY at RANGE BETWEEN INTERVAL '5' HOUR PRECEDING AND INTERVAL '2' HOUR FOLLOWING)"
+    val legacy = "(ORDER BY at RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW)"
+    val columns = "FROM (SELECT *, date_add(DATE'2020-01-01', CAST(t / 20 AS INT)) AS day, " +
+      "timestamp_seconds(CAST(t * 1800 AS BIGINT)) AS at FROM t)"
+    assertSplit(queried(
+      s"SELECT *, sum(v) OVER $days AS sd, count(*) OVER $months AS cm $columns",
+      rows = 6000))
+    assertSplit(queried(
+      s"SELECT *, max(v) OVER $hours AS mh, sum(v) OVER $legacy AS sl $columns",
+      rows = 6000))
+    // A date and a day interval: Spark 4.0+ adds them; Spark 3.5's analyzer refuses the frame.
+    val dayInterval = "SELECT *, sum(v) OVER (ORDER BY day RANGE BETWEEN INTERVAL '2' DAY " +
+      s"PRECEDING AND CURRENT ROW) AS s $columns"
+    val analyzed = scala.util.Try {
+      table(spark, 10).createOrReplaceTempView("t")
+      spark.sql(dayInterval).queryExecution.assertAnalyzed()
+    }
+    assert(analyzed.isSuccess || spark.version.startsWith("3."), analyzed)
+    if (analyzed.isSuccess) assertSplit(queried(dayInterval, rows = 6000))
+  }
+
+  test("a bounded RANGE frame reaching across several ranges, or too far: Spark's window") {
+    val frame = "(ORDER BY o RANGE BETWEEN 600 PRECEDING AND 700 FOLLOWING)"
+    val query = s"SELECT *, sum(v) OVER $frame AS s, count(*) OVER $frame AS c FROM t"
+    assertSplit(queried(query, rows = 3000))
+    // At most 50 rows across an edge: the whole table runs in Spark's window, saying why.
+    val tooFar = queried(
+      query,
+      rows = 3000,
+      extra = Seq(SkewAggConf.WINDOW_SPLIT_MAX_RANGE_FRAME_ROWS.key -> "50"))
+    for (adaptive <- Seq(true, false)) {
+      val split = splits(tooFar, adaptive)
+      assert(split.size == 1, tooFar.plan(on = true, adaptive))
+      assert(
+        split.head.decision.endsWith("; 1 key(s) in Spark's window: bounded RANGE frames " +
+          "reaching more than 50 rows across a split's edge " +
+          s"(${SkewAggConf.WINDOW_SPLIT_MAX_RANGE_FRAME_ROWS.key}), or bounds that wrap around"),
+        split.head.decision)
+    }
+  }
+
+  test("a RANGE bound that wraps around (integers near their largest): Spark's window") {
+    // Without ANSI mode, x + 10 wraps past Int.MaxValue: the frames are whatever Spark's give.
+    val wrapping = queried(
+      "SELECT *, sum(v) OVER (ORDER BY x RANGE BETWEEN CURRENT ROW AND 10 FOLLOWING) AS s " +
+        "FROM (SELECT *, CAST(2147483647 - o AS INT) AS x FROM t)",
+      rows = 3000,
+      extra = Seq(SQLConf.ANSI_ENABLED.key -> "false"))
+    val split = splits(wrapping, adaptive = true)
+    assert(split.size == 1)
+    assert(split.head.decision.contains("1 key(s) in Spark's window"), split.head.decision)
+  }
+
   test("first, last and nth values in running and whole frames") {
     val w = "(ORDER BY o)"
     val whole = "(ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
@@ -237,7 +318,8 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   test("refused with the reason: frames and functions that are not split") {
     val refusals = Seq(
-      "sum(v) OVER (ORDER BY o RANGE BETWEEN 2 PRECEDING AND CURRENT ROW)" -> "is not split",
+      "sum(v) OVER (ORDER BY o RANGE BETWEEN 2 PRECEDING AND UNBOUNDED FOLLOWING)" ->
+        "ROWS or RANGE frames bounded on both sides are",
       "sum(v) OVER (ORDER BY o ROWS BETWEEN 1001 PRECEDING AND CURRENT ROW)" ->
         "a ROWS frame reaching more than 1000 rows is not",
       "lead(v) IGNORE NULLS OVER (ORDER BY o)" -> "lead IGNORE NULLS is not",
@@ -248,6 +330,15 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       assert(splits(d, adaptive = true).isEmpty)
       assert(windowDecisions(d).exists(_.contains(reason)), windowDecisions(d))
     }
+    // Spark's segment tree (4.2+, opt-in) merges a moving frame's blocks in its own order.
+    val tree = queried(
+      "SELECT *, sum(v) OVER (ORDER BY o ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS x FROM t",
+      rows = 3000,
+      extra = Seq("spark.sql.window.segmentTree.enabled" -> "true"))
+    assert(splits(tree, adaptive = true).isEmpty)
+    assert(
+      windowDecisions(tree).exists(_.contains("Spark aggregates bounded frames by a segment tree")),
+      windowDecisions(tree))
   }
 
   test("a global aggregate above: split, its partial aggregates gathered", EveryBuild) {

@@ -140,6 +140,17 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     }
   }
 
+  test("bounded RANGE frames: moving sums over values, per key, across the splits around") {
+    for (order <- Seq("i DESC", "o")) { // (more orders: GlobalWindowSplitSuite)
+      def range(frame: String) = s"(PARTITION BY k ORDER BY $order RANGE BETWEEN $frame)"
+      val back = range("5 PRECEDING AND CURRENT ROW")
+      val around = range("30 PRECEDING AND 30 FOLLOWING")
+      assertSplit(windowed(
+        s"sum(v) OVER $back AS s, count(i) OVER $around AS c, max(d) OVER $around AS hi, " +
+          s"rank() OVER (PARTITION BY k ORDER BY $order) AS r"))
+    }
+  }
+
   test("running RANGE frames and ranks over ties: peers never straddle a split") {
     for (order <- Seq("i", "i DESC", "i ASC NULLS LAST", "i DESC NULLS FIRST, d")) {
       val w = s"(PARTITION BY k ORDER BY $order)"
@@ -348,7 +359,8 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     val far = windowed("lag(v, 1001) OVER (PARTITION BY k ORDER BY o) AS n")
     assert(windowDecisions(far).exists(_.contains("lag by more than 1000 rows is not")))
     val sliding = windowed(
-      "sum(v) OVER (PARTITION BY k ORDER BY o RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS s")
+      "sum(v) OVER (PARTITION BY k ORDER BY o RANGE BETWEEN CURRENT ROW AND UNBOUNDED " +
+        "FOLLOWING) AS s")
     assert(splits(sliding).isEmpty)
     assert(windowDecisions(sliding).exists(_.contains("only whole-partition frames, running")))
     val doubles = windowed("sum(f) OVER (PARTITION BY k ORDER BY o) AS s")

@@ -1,0 +1,9 @@
+package org.apache.spark.sql.skewagg.window
+
+import org.apache.spark.sql.catalyst.expressions.{Expression, TimeAdd}
+
+/** A timestamp plus a calendar or day-time interval, as Spark's RANGE frame adds them. */
+private[window] object TimestampIntervalAddition {
+  def apply(timestamp: Expression, interval: Expression, timeZone: String): Expression =
+    TimeAdd(timestamp, interval, Some(timeZone))
+}
