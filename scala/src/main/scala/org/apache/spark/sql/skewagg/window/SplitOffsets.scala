@@ -2,6 +2,7 @@ package org.apache.spark.sql.skewagg.window
 
 import scala.collection.mutable
 
+import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
   Attribute, AttributeReference, Expression, If, JoinedRow, Literal, SpecificInternalRow,
@@ -18,7 +19,10 @@ import org.apache.spark.sql.types.BooleanType
  * halos of the splits before it (lag) or after it (lead) ([[seeds]]). A split's rows then read
  * the rows before them from the last counted inputs, started with the seed, and the rows after
  * them by being held until enough rows follow; the split's last rows complete theirs from the
- * seed ([[evaluate]]). A row without its offset row takes its default, as in Spark's window.
+ * seed ([[evaluate]]). With lead IGNORE NULLS the rows that follow until enough inputs are not
+ * null are not bounded in number: the split's rows are then held in Spark's spillable buffer
+ * (as Spark's window holds a partition), and each lead reads ahead of the current row in it. A
+ * row without its offset row takes its default, as in Spark's window.
  *
  * Rule: the halos and the evaluation read a split's rows in the same order (a total one), so a
  * row's neighbours across a split boundary are the rows its neighbouring split put at its edge.
@@ -82,10 +86,13 @@ final class SplitOffsets(offsets: Seq[SplitOffset], input: Seq[Attribute]) exten
   def evaluate(
       rows: Iterator[InternalRow],
       rowAttributes: Seq[Attribute],
-      seed: Seq[IndexedSeq[UnsafeRow]]): Iterator[InternalRow] = {
+      seed: Seq[IndexedSeq[UnsafeRow]],
+      buffer: PeerBuffer): Iterator[InternalRow] = {
     val lagged = if (lags.isEmpty) rows else withLags(rows, rowAttributes, seed)
+    val prefix = rowAttributes ++ resultAttributes.take(lags.size)
     if (leads.isEmpty) lagged
-    else withLeads(lagged, rowAttributes ++ resultAttributes.take(lags.size), seed)
+    else if (leads.exists(offsets(_).ignoreNulls)) withBufferedLeads(lagged, prefix, seed, buffer)
+    else withLeads(lagged, prefix, seed)
   }
 
   /**
@@ -138,7 +145,7 @@ final class SplitOffsets(offsets: Seq[SplitOffset], input: Seq[Attribute]) exten
     }
   }
 
-  /** Leads count every row (lead IGNORE NULLS is not split): a row waits for its reach. */
+  /** Leads counting every row: a row waits for its reach. */
   private def withLeads(
       rows: Iterator[InternalRow],
       prefix: Seq[Attribute],
@@ -174,6 +181,51 @@ final class SplitOffsets(offsets: Seq[SplitOffset], input: Seq[Attribute]) exten
         }
         output(join(row, picked))
       }
+    }
+  }
+
+  /**
+   * Leads, some counting only non-null inputs: the split's rows held in a spillable buffer; per
+   * lead, an iterator of that buffer ahead of the current row keeps the inputs of the next
+   * counted rows after it (at most the lead's reach), the rest from the seed.
+   */
+  private def withBufferedLeads(
+      rows: Iterator[InternalRow],
+      prefix: Seq[Attribute],
+      seed: Seq[IndexedSeq[UnsafeRow]],
+      buffer: PeerBuffer): Iterator[InternalRow] = {
+    val held = buffer.create()
+    TaskContext.get().addTaskCompletionListener[Unit](_ => held.clear())
+    rows.foreach(row => held.add(row.asInstanceOf[UnsafeRow]))
+    val project = inputs()
+    val picked = pickedRow(leads)
+    val output = picking(leads, prefix)
+    val join = new JoinedRow()
+    val ahead = leads.map(_ => held.generateIterator())
+    val read = Array.fill(leads.size)(0L) // rows each `ahead` iterator has passed
+    val next = leads.map(_ => mutable.Queue.empty[(Long, UnsafeRow)]) // (row, inputs) counted
+    var position = -1L
+    held.generateIterator().map { row =>
+      position += 1
+      leads.indices.foreach { j =>
+        val i = leads(j)
+        while (next(j).nonEmpty && next(j).head._1 <= position) next(j).dequeue()
+        while (next(j).size < reach(i) && ahead(j).hasNext) {
+          val inputs = project(ahead(j).next())
+          if (read(j) > position && counted(i, inputs)) next(j).enqueue((read(j), inputs.copy()))
+          read(j) += 1
+        }
+        val after = reach(i) - 1
+        val value =
+          if (after < next(j).size) Some(next(j)(after)._2)
+          else seed(i).lift(after - next(j).size)
+        picked.setBoolean(leads.size + j, value.isDefined)
+        value match {
+          case Some(inputs) => picked.update(j, inputs.get(i, offsets(i).dataType))
+          case None => picked.setNullAt(j)
+        }
+      }
+      output(join(row, picked))
     }
   }
 }

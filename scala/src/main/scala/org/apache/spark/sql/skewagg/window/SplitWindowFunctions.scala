@@ -43,7 +43,10 @@ final case class SplitSeed(
     frames: SplitSlidingFrames.Edges,
     ranges: SplitRangeFrames.Edges)
 
-/** Spark's window buffer thresholds (`spark.sql.windowExec.buffer.*`), for one peer group. */
+/**
+ * Spark's window buffer thresholds (`spark.sql.windowExec.buffer.*`), for one peer group, or for
+ * a split's rows that lead IGNORE NULLS reads ahead in.
+ */
 final case class PeerBuffer(inMemoryRows: Int, spillRows: Int) {
   def create(): ExternalAppendOnlyUnsafeRowArray =
     SpillableRowArrays.create(inMemoryRows, spillRows)
@@ -337,7 +340,8 @@ final class SplitWindowFunctions(
     // Rows with their lag / lead results, then their bounded ROWS and RANGE frames' results,
     // after the input.
     val lagged =
-      if (offsets.isEmpty) inputRows else offsets.evaluate(inputRows, input, seed.offsets)
+      if (offsets.isEmpty) inputRows
+      else offsets.evaluate(inputRows, input, seed.offsets, peerBuffer)
     val slid =
       if (sliding.isEmpty) lagged
       else sliding.evaluate(lagged, input ++ offsets.resultAttributes, seed.frames)

@@ -1,7 +1,7 @@
 package org.apache.spark.sql.skewagg.window
 
 import org.apache.spark.sql.catalyst.expressions.{
-  CumeDist, CurrentRow, DenseRank, Expression, FrameLessOffsetWindowFunction, Lag, NamedExpression,
+  CumeDist, CurrentRow, DenseRank, Expression, FrameLessOffsetWindowFunction, NamedExpression,
   NthValue, NTile, PercentRank, Rank, RangeFrame, RowFrame, RowNumber, SortOrder,
   SpecifiedWindowFrame, UnboundedFollowing, UnboundedPreceding, WindowExpression
 }
@@ -98,8 +98,9 @@ final case class SplitRangeAggregate(
  *    groups) of the earlier ranges, and the key's rows are its size `n`;
  *  - nth_value up to the [[MaxOffset]]th row, in the same frames: the seed is the n-th input of
  *    the earlier ranges' first inputs ([[SplitNthValues]]);
- *  - lag, and lead without IGNORE NULLS, by at most [[MaxOffset]] rows: the seed is the inputs
- *    of the last (lag) or first (lead) rows of the ranges before or after ([[SplitOffsets]]);
+ *  - lag and lead (also IGNORE NULLS) by at most [[MaxOffset]] rows: the seed is the inputs of
+ *    the last (lag) or first (lead) counted rows of the ranges before or after
+ *    ([[SplitOffsets]]);
  *  - any declarative aggregate over a bounded ROWS frame (`ROWS BETWEEN 6 PRECEDING AND CURRENT
  *    ROW`) reaching at most [[MaxOffset]] rows: the seed is the rows of the ranges around it that
  *    the frames reach, and each frame is aggregated as Spark's sliding frame does
@@ -109,8 +110,8 @@ final case class SplitRangeAggregate(
  *    ranges around it within the frames' reach, found at run time, and a key whose frames reach
  *    too far across an edge runs in Spark's window ([[SplitRangeFrames]]).
  * Without ORDER BY only what reads no order of the rows is split (`unordered`). Everything else
- * (frames bounded on one side only, lead IGNORE NULLS, DISTINCT or FILTER aggregates, imperative
- * aggregates; bounded frames where Spark aggregates them by a segment tree) is refused.
+ * (frames bounded on one side only, DISTINCT or FILTER aggregates, imperative aggregates; bounded
+ * frames where Spark aggregates them by a segment tree) is refused.
  */
 object WindowSplitSupport {
 
@@ -191,9 +192,6 @@ object WindowSplitSupport {
       Left(s"${w.windowFunction.sql} is not split: $name by more than $MaxOffset rows is not.")
     } else if (split.offset == 0) {
       Left(s"${w.windowFunction.sql} is not split: $name by 0 rows is not.")
-    } else if (split.ignoreNulls && !o.isInstanceOf[Lag]) {
-      Left(s"${w.windowFunction.sql} is not split: $name IGNORE NULLS is not (a split would " +
-        "hold its rows until enough values follow).")
     } else Right(split)
   }
 

@@ -101,12 +101,24 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
         "row_number() OVER (ORDER BY o) AS rn"))
   }
 
-  test("lag and lead reaching across cuts, defaults, lag IGNORE NULLS", EveryBuild) {
+  test("lag and lead reaching across cuts, defaults, IGNORE NULLS", EveryBuild) {
     val w = "(ORDER BY o)"
     assertSplit(windowed(
       s"lag(v) OVER $w AS l1, lag(v, 3, -1) OVER $w AS l3, lead(v) OVER $w AS n1, " +
         s"lead(d, 5) OVER $w AS n5, lag(v) IGNORE NULLS OVER $w AS ln, " +
-        s"lag(i, 40) IGNORE NULLS OVER $w AS ln40"))
+        s"lag(i, 40) IGNORE NULLS OVER $w AS ln40, lead(v) IGNORE NULLS OVER $w AS nn, " +
+        s"lead(i, 3, -7) IGNORE NULLS OVER $w AS nn3"))
+    // Runs of nulls longer than a range: lead IGNORE NULLS reads on into the ranges after it.
+    val sparse = "CASE WHEN o % 1000 < 990 THEN NULL ELSE v END"
+    val query = s"SELECT *, lead($sparse, 2) IGNORE NULLS OVER $w AS n2, lag($sparse, 2) " +
+      s"IGNORE NULLS OVER $w AS l2, lead(v, 2) OVER $w AS plain FROM t"
+    assertSplit(queried(query))
+    // Spark's buffer spilling every 500 rows (its window's too): the split's rows read from disk.
+    assertSplit(queried(
+      query,
+      extra = Seq(
+        SQLConf.WINDOW_EXEC_BUFFER_IN_MEMORY_THRESHOLD.key -> "100",
+        SQLConf.WINDOW_EXEC_BUFFER_SPILL_THRESHOLD.key -> "500")))
   }
 
   test("bounded ROWS frames: moving sums, averages, counts, extremes, frames ahead", EveryBuild) {
@@ -322,7 +334,6 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
         "ROWS or RANGE frames bounded on both sides are",
       "sum(v) OVER (ORDER BY o ROWS BETWEEN 1001 PRECEDING AND CURRENT ROW)" ->
         "a ROWS frame reaching more than 1000 rows is not",
-      "lead(v) IGNORE NULLS OVER (ORDER BY o)" -> "lead IGNORE NULLS is not",
       "sum(v) OVER (ORDER BY o ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)" ->
         "is not split")
     for ((function, reason) <- refusals) {

@@ -183,6 +183,7 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
         s"lag(v) OVER $w AS l1, lag(d, 3, -1) OVER $w AS l3, lag(v, 2, o) OVER $w AS lo, " +
           s"lag(v, 1000) OVER $w AS far, lead(f) OVER $w AS n1, lead(v, 1000, 7) OVER $w AS " +
           s"nfar, lead(d, 2) OVER $w AS n2, lag($sparse, 2) IGNORE NULLS OVER $w AS li, " +
+          s"lead($sparse, 3) IGNORE NULLS OVER $w AS ni, lead(f) IGNORE NULLS OVER $w AS nf1, " +
           s"first_value(i) OVER $w AS fv, last_value($sparse) IGNORE NULLS OVER $w AS lv, " +
           s"first_value($sparse) IGNORE NULLS OVER $running AS fr, last_value(f) OVER $running " +
           s"AS lr, nth_value(f, 2) OVER $w AS nf, nth_value($sparse, 900) IGNORE NULLS OVER " +
@@ -354,8 +355,6 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     assert(
       windowDecisions(moment).exists(_.contains("is not split: only count, sum, avg")),
       windowDecisions(moment))
-    val lead = windowed("lead(v) IGNORE NULLS OVER (PARTITION BY k ORDER BY o) AS n")
-    assert(windowDecisions(lead).exists(_.contains("lead IGNORE NULLS is not")))
     val far = windowed("lag(v, 1001) OVER (PARTITION BY k ORDER BY o) AS n")
     assert(windowDecisions(far).exists(_.contains("lag by more than 1000 rows is not")))
     val sliding = windowed(
@@ -417,7 +416,7 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   test("the explanation: each window, split with its numbers or left alone with the reason") {
     val split = windowed("sum(v) OVER (PARTITION BY k) AS s")
-    val lead = windowed("lead(v) IGNORE NULLS OVER (PARTITION BY k ORDER BY o) AS n")
+    val far = windowed("lag(v, 1001) OVER (PARTITION BY k ORDER BY o) AS n")
     for (adaptive <- Seq(true, false)) {
       val text = SkewAggExplain.explain(split.plan(on = true, adaptive))
       assert(
@@ -425,10 +424,10 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
           "the window's shuffle"),
         text)
       assert(text.contains("1 hot key split by map-output piece (no order) into"), text)
-      val refused = SkewAggExplain.explain(lead.plan(on = true, adaptive))
+      val refused = SkewAggExplain.explain(far.plan(on = true, adaptive))
       assert(
-        refused.contains("window 1: PARTITION BY k: n\n  left alone: lead(t.v, 1, NULL) is " +
-          "not split: lead IGNORE NULLS is not"),
+        refused.contains("window 1: PARTITION BY k: n\n  left alone: lag(t.v, ") &&
+          refused.contains("is not split: lag by more than 1000 rows is not"),
         refused)
     }
   }
