@@ -69,10 +69,17 @@ final class SplitRangeFrames(
   private final class Bounds {
     private val projections = functions.flatMap(f => Seq(f.lower, f.upper)).map(_.map { bound =>
       UnsafeProjection.create(Seq(bound), input)
-    })
+    }).toArray
 
-    def of(row: InternalRow, order: UnsafeRow): IndexedSeq[UnsafeRow] =
-      projections.map(_.fold(order)(bound => bound(row).copy())).toIndexedSeq
+    def of(row: InternalRow, order: UnsafeRow): IndexedSeq[UnsafeRow] = {
+      val bounds = new Array[UnsafeRow](projections.length)
+      var i = 0
+      while (i < bounds.length) {
+        bounds(i) = projections(i).fold(order)(bound => bound(row).copy())
+        i += 1
+      }
+      bounds.toIndexedSeq
+    }
   }
 
   private def lowers(bounds: IndexedSeq[UnsafeRow]): Seq[UnsafeRow] =
@@ -192,7 +199,8 @@ final class SplitRangeFrames(
     val firsts = Array.fill(functions.size)(0L)
     val lasts = Array.fill(functions.size)(-1L)
     val computed = Array.fill(functions.size)((-1L, -2L)) // (from, to) of each function's result
-    val held = mutable.Queue.empty[(UnsafeRow, UnsafeRow)] // the split's rows waiting, and orders
+    // The split's rows waiting for their frames, with their bounds (made once per row).
+    val held = mutable.Queue.empty[(UnsafeRow, IndexedSeq[UnsafeRow])]
     val withResults = new JoinedRow()
     val output =
       UnsafeProjection.create((rowAttributes ++ resultAttributes).map(_.dataType).toArray)
@@ -202,15 +210,16 @@ final class SplitRangeFrames(
 
       // Reads until every frame of the next row is read: a row beyond its upper bounds, or the end.
       private def fill(): Unit = {
-        var headUppers: Seq[UnsafeRow] = null
         def reachesFurther: Boolean = held.isEmpty || {
-          if (headUppers == null) headUppers = uppers(bounds.of(held.head._1, held.head._2))
-          headUppers.exists(order.compare(frameOrders.last, _) <= 0)
+          val limits = held.head._2
+          var j = 1
+          while (j < limits.size && order.compare(frameOrders.last, limits(j)) > 0) j += 2
+          j < limits.size // (a function's upper bound, odd entries, not passed yet)
         }
         while (rows.hasNext && reachesFurther) {
           val row = rows.next()
           val values = orderOf(row).copy()
-          held.enqueue((row.asInstanceOf[UnsafeRow].copy(), values))
+          held.enqueue((row.asInstanceOf[UnsafeRow].copy(), bounds.of(row, values)))
           frameReads += readOf(row).copy()
           frameOrders += values
         }
@@ -225,8 +234,7 @@ final class SplitRangeFrames(
 
       override def next(): InternalRow = {
         fill()
-        val (row, values) = held.dequeue()
-        val current = bounds.of(row, values)
+        val (row, current) = held.dequeue()
         def orderAt(i: Long): UnsafeRow = frameOrders((i - start).toInt)
         functions.indices.foreach { j =>
           val (lower, upper) = (current(2 * j), current(2 * j + 1))
