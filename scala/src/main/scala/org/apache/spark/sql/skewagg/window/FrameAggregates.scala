@@ -2,9 +2,43 @@ package org.apache.spark.sql.skewagg.window
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
-  Attribute, JoinedRow, MutableProjection, SpecificInternalRow, UnsafeProjection, UnsafeRow
+  Attribute, AttributeReference, AttributeSet, JoinedRow, MutableProjection, SpecificInternalRow,
+  UnsafeProjection, UnsafeRow, WindowExpression
 }
 import org.apache.spark.sql.catalyst.expressions.aggregate.DeclarativeAggregate
+
+/**
+ * The aggregates of a window over frames bounded on both sides (ROWS: [[SplitSlidingFrames]],
+ * RANGE: [[SplitRangeFrames]]), bound to `input`: the columns they read (a frame's rows hold
+ * these) and their results, after the rows their evaluation reads.
+ */
+private[window] abstract class BoundedFrames(
+    functions: Seq[SplitFrameAggregate],
+    input: Seq[Attribute])
+    extends Serializable {
+
+  /** The columns the aggregates read. */
+  protected val read: Seq[Attribute] = {
+    val references = AttributeSet(functions.flatMap(_.function.references))
+    input.filter(references.contains)
+  }
+
+  /** The functions' results, after the rows the evaluation reads. */
+  val resultAttributes: Seq[Attribute] =
+    functions.map(f => AttributeReference("frame_result", f.dataType, f.expression.nullable)())
+
+  /** The result attribute of each of the window's expressions over a bounded frame. */
+  def results: Map[WindowExpression, Attribute] =
+    functions.map(_.expression).zip(resultAttributes).toMap
+
+  def isEmpty: Boolean = functions.isEmpty
+
+  protected def reading(): UnsafeProjection = UnsafeProjection.create(read, input)
+
+  /** The aggregates over frames of rows that hold [[read]] first (made in the task). */
+  protected def aggregates(): FrameAggregates =
+    new FrameAggregates(functions.map(_.function), read)
+}
 
 /**
  * Declarative aggregates over a frame: a run of rows holding the columns `read` (first, any

@@ -4,8 +4,7 @@ import scala.collection.mutable
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{
-  Attribute, AttributeReference, AttributeSet, BoundReference, JoinedRow, RowOrdering, SortOrder,
-  UnsafeProjection, UnsafeRow, WindowExpression
+  Attribute, BoundReference, JoinedRow, RowOrdering, SortOrder, UnsafeProjection, UnsafeRow
 }
 
 /**
@@ -33,27 +32,9 @@ final class SplitRangeFrames(
     orderSpec: Seq[SortOrder],
     input: Seq[Attribute],
     maxEdgeRows: Int)
-    extends Serializable {
+    extends BoundedFrames(functions, input) {
 
   import SplitRangeFrames._
-
-  /** The columns the aggregates read: the frames' rows hold these. */
-  private val read: Seq[Attribute] = {
-    val references = AttributeSet(functions.flatMap(_.function.references))
-    input.filter(references.contains)
-  }
-
-  /** The functions' results, after the rows [[evaluate]] reads. */
-  val resultAttributes: Seq[Attribute] =
-    functions.map(f => AttributeReference("range_result", f.dataType, f.expression.nullable)())
-
-  /** The result attribute of each of the window's expressions over a bounded RANGE frame. */
-  def results: Map[WindowExpression, Attribute] =
-    functions.map(_.expression).zip(resultAttributes).toMap
-
-  def isEmpty: Boolean = functions.isEmpty
-
-  private def reading(): UnsafeProjection = UnsafeProjection.create(read, input)
 
   private def orderValues(): UnsafeProjection =
     UnsafeProjection.create(orderSpec.map(_.child), input)
@@ -189,7 +170,7 @@ final class SplitRangeFrames(
     val orderOf = orderValues()
     val bounds = new Bounds
     val order = ordering()
-    val aggregates = new FrameAggregates(functions.map(_.function), read)
+    val aggregates = this.aggregates()
     // The rows read (the seed's before the split's, then the seed's after them once the split's
     // are all read): entry i of `frameReads` and `frameOrders` is row `start + i` of that stream.
     // Each function's frame for the last row output is rows `firsts(j)` to `lasts(j)` (absolute).

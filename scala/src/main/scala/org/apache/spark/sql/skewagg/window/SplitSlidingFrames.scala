@@ -3,10 +3,7 @@ package org.apache.spark.sql.skewagg.window
 import scala.collection.mutable
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{
-  Attribute, AttributeReference, AttributeSet, JoinedRow, UnsafeProjection, UnsafeRow,
-  WindowExpression
-}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, JoinedRow, UnsafeProjection, UnsafeRow}
 
 /**
  * The aggregates of a split key over bounded ROWS frames ([[SplitSlidingAggregate]]: from `lower`
@@ -22,29 +19,11 @@ import org.apache.spark.sql.catalyst.expressions.{
  * Rule: the halos and the evaluation read a split's rows in one (total) order.
  */
 final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq[Attribute])
-    extends Serializable {
+    extends BoundedFrames(functions, input) {
 
   /** The rows a frame reaches before and after its row (at most `WindowSplitSupport.MaxOffset`). */
   val before: Int = (0 +: functions.map(-_.lower)).max
   val after: Int = (0 +: functions.map(_.upper)).max
-
-  /** The columns the aggregates read: a halo's rows and the frames' rows hold these. */
-  private val read: Seq[Attribute] = {
-    val references = AttributeSet(functions.flatMap(_.function.references))
-    input.filter(references.contains)
-  }
-
-  /** The functions' results, after the rows [[evaluate]] reads. */
-  val resultAttributes: Seq[Attribute] =
-    functions.map(f => AttributeReference("frame_result", f.dataType, f.expression.nullable)())
-
-  /** The result attribute of each of the window's expressions over a bounded frame. */
-  def results: Map[WindowExpression, Attribute] =
-    functions.map(_.expression).zip(resultAttributes).toMap
-
-  def isEmpty: Boolean = functions.isEmpty
-
-  private def reading(): UnsafeProjection = UnsafeProjection.create(read, input)
 
   /** A split's halo from its rows in order: its first [[after]] and last [[before]] rows read. */
   final class Halo {
@@ -82,7 +61,7 @@ final class SplitSlidingFrames(functions: Seq[SplitSlidingAggregate], input: Seq
       rowAttributes: Seq[Attribute],
       seed: SplitSlidingFrames.Edges): Iterator[InternalRow] = {
     val project = reading()
-    val aggregates = new FrameAggregates(functions.map(_.function), read)
+    val aggregates = this.aggregates()
     // The rows read (the seed's before the split's, then the seed's after them once the split's
     // are all read): `frameRows(i)` is row `start + i` of that stream, whose row `position` is
     // the split's next row to output. Rows no frame can reach any more are dropped in batches.

@@ -55,6 +55,11 @@ final case class SplitOffset(expression: WindowExpression, function: FrameLessOf
   def ignoreNulls: Boolean = function.ignoreNulls
 }
 
+/** `function` (Spark's `DeclarativeAggregate`) over a frame bounded on both sides. */
+sealed trait SplitFrameAggregate extends SplitWindowFunction {
+  def function: DeclarativeAggregate
+}
+
 /**
  * `function` (Spark's `DeclarativeAggregate`) over a bounded ROWS frame: the rows from `lower`
  * to `upper` rows of the current one (negative: before it), e.g. -6 to 0 for the last 7 rows.
@@ -64,7 +69,7 @@ final case class SplitSlidingAggregate(
     function: DeclarativeAggregate,
     lower: Int,
     upper: Int)
-    extends SplitWindowFunction
+    extends SplitFrameAggregate
 
 /**
  * `function` (Spark's `DeclarativeAggregate`) over a bounded RANGE frame: the rows whose order
@@ -77,7 +82,7 @@ final case class SplitRangeAggregate(
     function: DeclarativeAggregate,
     lower: Option[Expression],
     upper: Option[Expression])
-    extends SplitWindowFunction
+    extends SplitFrameAggregate
 
 /**
  * Which windows a hot key can be split for, and why not: one place for the rule and the
