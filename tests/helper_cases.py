@@ -77,9 +77,12 @@ WINDOW_SETTINGS = {
 
 GLOBAL_WINDOW = (
     "SELECT o, row_number() OVER (ORDER BY o) AS rn, sum(v) OVER (ORDER BY o ROWS BETWEEN "
-    "UNBOUNDED PRECEDING AND CURRENT ROW) AS s, lag(v) OVER (ORDER BY o) AS l "
+    "UNBOUNDED PRECEDING AND CURRENT ROW) AS s, lag(v) OVER (ORDER BY o) AS l, "
+    "sum(v) OVER (ORDER BY o ROWS BETWEEN 6 PRECEDING AND CURRENT ROW) AS m, "
+    "sum(v) OVER (ORDER BY o RANGE BETWEEN 50 PRECEDING AND 20 FOLLOWING) AS r "
     "FROM (SELECT (id * 7919) % 30000 AS o, id % 13 - 6 AS v FROM range(0, 30000, 1, 8))")
-"""A window without PARTITION BY: Spark runs it in one task."""
+"""A window without PARTITION BY (running, offset, bounded ROWS and RANGE frames): Spark runs it
+in one task."""
 
 
 def window_without_partition_by(spark: SparkSession) -> List[Any]:
@@ -93,10 +96,12 @@ def window_without_partition_by(spark: SparkSession) -> List[Any]:
                 rows = spark.sql(GLOBAL_WINDOW).orderBy("o").collect()
             finally:
                 skewagg.enable(spark)
-            results.append(spark.createDataFrame(rows, "o long, rn int, s long, l long"))
+            results.append(
+                spark.createDataFrame(rows, "o long, rn int, s long, l long, m long, r long"))
         text = skewagg.explain_text(spark.sql(GLOBAL_WINDOW), run=True)
     assert_df_equality(results[0], results[1])
-    totals = results[1].agg(F.count(F.lit(1)), F.sum("rn"), F.sum("s"), F.sum("l")).collect()[0]
+    totals = results[1].agg(F.count(F.lit(1)), *[F.sum(c) for c in ("rn", "s", "l", "m", "r")]) \
+        .collect()[0]
     return [*totals, "no PARTITION BY: Spark runs the window in one task" in text,
             "the whole partition split by order into" in text]
 
