@@ -160,8 +160,8 @@ def test_moving_averages_over_the_last_rows_split_with_sparks_rows(spark: SparkS
 
 @pytest.mark.usefixtures("split_conf")
 def test_moving_sums_over_a_range_of_times_split_with_sparks_rows(spark: SparkSession) -> None:
-    """rangeBetween over the order's values, and RANGE ... INTERVAL over a timestamp: each range
-    reads the rows of the ranges beside it that its frames reach."""
+    """rangeBetween over the order's values, and RANGE ... INTERVAL over a timestamp beside a
+    lead IGNORE NULLS: each range reads the rows of the ranges beside it that its frames reach."""
     by_ts = Window.orderBy("ts")
     numeric = differential(spark, lambda s: _events(s).select(
         "ts",
@@ -173,7 +173,8 @@ def test_moving_sums_over_a_range_of_times_split_with_sparks_rows(spark: SparkSe
         _events(s).withColumn("at", F.timestamp_seconds(F.col("ts") * 60)) \
             .createOrReplaceTempView("events")
         return s.sql("SELECT ts, sum(v) OVER (ORDER BY at RANGE BETWEEN INTERVAL 1 HOUR "
-                     "PRECEDING AND CURRENT ROW) AS last_hour FROM events")
+                     "PRECEDING AND CURRENT ROW) AS last_hour, lead(v, 2) IGNORE NULLS OVER "
+                     "(ORDER BY at) AS next_values FROM events")
 
     timed = differential(spark, last_hour)
     for plans in (numeric, timed):
