@@ -48,16 +48,23 @@ object ExternalSorts {
       rows: Iterator[InternalRow],
       order: Seq[SortOrder],
       output: Seq[Attribute],
-      spillSize: SQLMetric): Iterator[InternalRow] = {
+      spillSize: SQLMetric): Iterator[InternalRow] =
+    run(sorter(order, output, totalOrdering(order, output), radix = false), rows, spillSize)
+
+  /**
+   * The order [[sortTotally]] sorts by: `order`, then the rows' bytes (rows of `output`, unsafe).
+   * Made in the task that uses it (its code is generated there).
+   */
+  def totalOrdering(order: Seq[SortOrder], output: Seq[Attribute]): Ordering[InternalRow] = {
     val ordering = new LazilyGeneratedOrdering(order, output)
-    val total = new Ordering[InternalRow] {
+    val bytes = new ByteOrder(output)
+    new Ordering[InternalRow] {
       override def compare(a: InternalRow, b: InternalRow): Int = {
         val byOrder = ordering.compare(a, b)
         if (byOrder != 0) byOrder
-        else compareBytes(a.asInstanceOf[UnsafeRow], b.asInstanceOf[UnsafeRow])
+        else bytes.compare(a.asInstanceOf[UnsafeRow], b.asInstanceOf[UnsafeRow])
       }
     }
-    run(sorter(order, output, total, radix = false), rows, spillSize)
   }
 
   /** Spark's external sorter of rows of `output` by `ordering`, with the prefix of `order`. */
@@ -88,23 +95,49 @@ object ExternalSorts {
       radix)
   }
 
-  /** A total order of byte strings (not a meaningful one): words, then lengths. */
-  private def compareBytes(a: UnsafeRow, b: UnsafeRow): Int = {
-    val length = math.min(a.getSizeInBytes, b.getSizeInBytes)
-    var i = 0
-    while (i + 8 <= length) {
-      val x = Platform.getLong(a.getBaseObject, a.getBaseOffset + i)
-      val y = Platform.getLong(b.getBaseObject, b.getBaseOffset + i)
-      if (x != y) return java.lang.Long.compare(x, y)
-      i += 8
+  /**
+   * A total order of unsafe rows of `output` by their bytes (not a meaningful one): words, then
+   * lengths. A row's length is read from its layout (its fixed part and the ends of its
+   * variable-length fields), not from its size: Spark's sorter compares the rows it points at
+   * with a size of 0, and a row copied elsewhere has its true size; both must compare alike.
+   */
+  private final class ByteOrder(output: Seq[Attribute]) {
+    private val fixed = UnsafeRow.calculateBitSetWidthInBytes(output.size) + 8 * output.size
+    private val variable =
+      output.indices.filterNot(i => UnsafeRow.isFixedLength(output(i).dataType)).toArray
+
+    private def length(row: UnsafeRow): Int = {
+      var end = fixed
+      var j = 0
+      while (j < variable.length) {
+        if (!row.isNullAt(variable(j))) {
+          val offsetAndSize = row.getLong(variable(j))
+          end = math.max(end, (offsetAndSize >>> 32).toInt + offsetAndSize.toInt)
+        }
+        j += 1
+      }
+      end
     }
-    while (i < length) {
-      val x = Platform.getByte(a.getBaseObject, a.getBaseOffset + i)
-      val y = Platform.getByte(b.getBaseObject, b.getBaseOffset + i)
-      if (x != y) return java.lang.Byte.compare(x, y)
-      i += 1
+
+    def compare(a: UnsafeRow, b: UnsafeRow): Int = {
+      val aLength = length(a)
+      val bLength = length(b)
+      val common = math.min(aLength, bLength)
+      var i = 0
+      while (i + 8 <= common) {
+        val x = Platform.getLong(a.getBaseObject, a.getBaseOffset + i)
+        val y = Platform.getLong(b.getBaseObject, b.getBaseOffset + i)
+        if (x != y) return java.lang.Long.compare(x, y)
+        i += 8
+      }
+      while (i < common) {
+        val x = Platform.getByte(a.getBaseObject, a.getBaseOffset + i)
+        val y = Platform.getByte(b.getBaseObject, b.getBaseOffset + i)
+        if (x != y) return java.lang.Byte.compare(x, y)
+        i += 1
+      }
+      Integer.compare(aLength, bLength)
     }
-    Integer.compare(a.getSizeInBytes, b.getSizeInBytes)
   }
 
   private def run(

@@ -259,12 +259,13 @@ private[window] final class HotKeySplitWindowEvaluator(
   private def inOrder(level: Int): Iterator[InternalRow] => Iterator[InternalRow] = {
     // A split holds one key: sorted by the rest of the order (peers stay consecutive). When its
     // rows are read again (a summary job reads them in order, or the next window of the chain
-    // reads their results), ties by the rows' bytes, so that every pass and every task attempt
-    // reads one order; otherwise as Spark's sort (ties as they arrive, a radix sort when it can).
+    // reads their results) or its edge rows were picked by the routing map tasks (lag, lead),
+    // ties by the rows' bytes, so that every pass and every task attempt reads one order;
+    // otherwise as Spark's sort (ties as they arrive, a radix sort when it can).
     val order = plan.sortOrders(level).drop(plan.partitionSpec.size)
     val input = plan.inputOf(level)
     val sortSpill = plan.longMetric("sortSpillSize")
-    val readAgain = levels(level).summarizesInOrder || level < windows.size - 1
+    val readAgain = levels(level).evaluatesInTotalOrder || level < windows.size - 1
     if (order.isEmpty) identity
     else if (readAgain) ExternalSorts.sortTotally(_, order, input, sortSpill)
     else ExternalSorts.sortBy(_, order, input, sortSpill)

@@ -123,6 +123,7 @@ case class HotKeySplitWindowExec(
           _,
           w.windowExpression,
           w.orderSpec,
+          sortOrders(i).drop(partitionSpec.size),
           inputOf(i),
           conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_RANGE_FRAME_ROWS)))
     }

@@ -13,9 +13,10 @@ import org.apache.spark.sql.types.BooleanType
 /**
  * The lag and lead functions of a split key ([[SplitOffset]]).
  *
- * Shape: each split keeps its halo ([[Halo]]): per function, the inputs of its last (lag) or
- * first (lead) counted rows, as many as the function reaches (counted: every row, or with
- * IGNORE NULLS the rows whose input is not null). The driver cuts each split's seed from the
+ * Shape: each split keeps its halo ([[Halo]]): per function, its last (lag) or first (lead)
+ * counted rows, as many as the function reaches (counted: every row, or with IGNORE NULLS the
+ * rows whose input is not null), found in any order (the routing map tasks keep each one's
+ * share, [[merge]]d on the driver). The driver cuts each split's seed from the
  * halos of the splits before it (lag) or after it (lead) ([[seeds]]). A split's rows then read
  * the rows before them from the last counted inputs, started with the seed, and the rows after
  * them by being held until enough rows follow; the split's last rows complete theirs from the
@@ -24,8 +25,9 @@ import org.apache.spark.sql.types.BooleanType
  * (as Spark's window holds a partition), and each lead reads ahead of the current row in it. A
  * row without its offset row takes its default, as in Spark's window.
  *
- * Rule: the halos and the evaluation read a split's rows in the same order (a total one), so a
- * row's neighbours across a split boundary are the rows its neighbouring split put at its edge.
+ * Rule: the halos pick by the total order a split's rows are evaluated in (its sort, then the
+ * rows' bytes: `ExternalSorts.totalOrdering`), so a row's neighbours across a split boundary
+ * are the rows its neighbouring split put at its edge.
  */
 final class SplitOffsets(offsets: Seq[SplitOffset], input: Seq[Attribute]) extends Serializable {
 
@@ -49,32 +51,45 @@ final class SplitOffsets(offsets: Seq[SplitOffset], input: Seq[Attribute]) exten
   private def counted(i: Int, inputs: InternalRow): Boolean =
     !offsets(i).ignoreNulls || !inputs.isNullAt(i)
 
-  /** A split's halo, from its rows in order: per function, its counted inputs at its edge. */
-  final class Halo {
-    private val project = inputs()
-    private val last = offsets.indices.map(i => new LastRows(if (lags.contains(i)) reach(i) else 0))
-    private val first = offsets.map(_ => mutable.ArrayBuffer.empty[UnsafeRow])
+  /**
+   * A split's halo, from its rows in any order (a routing map task's share of them, or the whole
+   * split): per function, its last (lag) or first (lead) counted rows by `ordering`, the total
+   * order the split's rows are evaluated in, as many as the function reaches; whole rows, in
+   * that order.
+   */
+  final class Halo(ordering: Ordering[InternalRow]) {
+    private val project = if (offsets.exists(_.ignoreNulls)) Some(inputs()) else None
+    private val edges = offsets.indices.map(i => new EdgeRows(reach(i), lags.contains(i), ordering))
 
     def add(row: InternalRow): Unit = {
-      val values = project(row)
-      lags.foreach(i => if (counted(i, values)) last(i).add(values))
-      leads.foreach(i =>
-        if (first(i).size < reach(i) && counted(i, values)) first(i) += values.copy())
+      val values = project.map(_(row)).orNull
+      offsets.indices.foreach { i =>
+        if (values == null || counted(i, values)) edges(i).add(row.asInstanceOf[UnsafeRow])
+      }
     }
 
-    /** Per function, the inputs (all functions' inputs, one row each) in the split's order. */
-    def result: Seq[IndexedSeq[UnsafeRow]] =
-      offsets.indices.map(i => if (lags.contains(i)) last(i).oldestFirst else first(i).toIndexedSeq)
+    def result: Seq[IndexedSeq[UnsafeRow]] = edges.map(_.inOrder)
   }
+
+  /** A split's halo from the halos of parts of its rows ([[Halo]]s by the same `ordering`). */
+  def merge(
+      parts: Seq[Seq[IndexedSeq[UnsafeRow]]],
+      ordering: Ordering[InternalRow]): Seq[IndexedSeq[UnsafeRow]] =
+    offsets.indices.map { i =>
+      val rows = parts.flatMap(_(i)).sorted(ordering).toIndexedSeq
+      if (lags.contains(i)) rows.takeRight(reach(i)) else rows.take(reach(i))
+    }
 
   /**
    * Per split of one key (in order), per function: the inputs of the counted rows the split's
    * rows reach beyond it, from the splits' `halos` (in order).
    */
   def seeds(halos: Seq[Seq[IndexedSeq[UnsafeRow]]]): Seq[Seq[IndexedSeq[UnsafeRow]]] = {
+    val project = inputs()
+    val inputHalos = halos.map(_.map(_.map(project(_).copy())))
     val perFunction = offsets.indices.map { i =>
-      if (lags.contains(i)) SplitEdges.before(halos.map(_(i)), reach(i))
-      else SplitEdges.after(halos.map(_(i)), reach(i))
+      if (lags.contains(i)) SplitEdges.before(inputHalos.map(_(i)), reach(i))
+      else SplitEdges.after(inputHalos.map(_(i)), reach(i))
     }
     halos.indices.map(split => perFunction.map(_(split)))
   }
@@ -248,6 +263,35 @@ private final class LastRows(capacity: Int) {
 
   def oldestFirst: IndexedSeq[UnsafeRow] =
     (0 until count).map(j => slots((start + j) % capacity).copy())
+}
+
+/**
+ * Of the rows added, the `capacity` largest (`largest`) or smallest by `ordering`, each copied:
+ * a heap whose top is the kept row farthest from that edge, replaced by a row beyond it.
+ */
+private final class EdgeRows(capacity: Int, largest: Boolean, ordering: Ordering[InternalRow]) {
+  private val kept = new java.util.PriorityQueue[UnsafeRow](
+    math.max(1, capacity),
+    if (largest) ordering else ordering.reverse)
+
+  def add(row: UnsafeRow): Unit = if (capacity > 0) {
+    if (kept.size < capacity) kept.add(row.copy())
+    else {
+      val top = kept.peek()
+      val byOrder = ordering.compare(row, top)
+      if (if (largest) byOrder > 0 else byOrder < 0) {
+        kept.poll()
+        top.copyFrom(row)
+        kept.add(top)
+      }
+    }
+  }
+
+  def inOrder: IndexedSeq[UnsafeRow] = {
+    val rows = new Array[UnsafeRow](kept.size)
+    kept.toArray(rows)
+    rows.sorted(ordering).toIndexedSeq
+  }
 }
 
 /** The rows a split reaches beyond it, from the edges of the splits of its key (in order). */

@@ -11,7 +11,7 @@ import org.apache.spark.sql.catalyst.expressions.{
 import org.apache.spark.sql.catalyst.expressions.aggregate.{DeclarativeAggregate, First, Last, Sum}
 import org.apache.spark.sql.execution.ExternalAppendOnlyUnsafeRowArray
 import org.apache.spark.sql.skewagg.ansi.{EvalModes, WrappingLongSum}
-import org.apache.spark.sql.skewagg.hotkey.{SpillableRowArrays, SplitSummarizer}
+import org.apache.spark.sql.skewagg.hotkey.{ExternalSorts, SpillableRowArrays, SplitSummarizer}
 import org.apache.spark.sql.types.IntegralType
 
 /**
@@ -77,6 +77,7 @@ final class SplitWindowFunctions(
     splitFunctions: Seq[SplitWindowFunction],
     windowExpression: Seq[NamedExpression],
     orderSpec: Seq[SortOrder],
+    readOrder: Seq[SortOrder],
     input: Seq[Attribute],
     maxRangeEdgeRows: Int)
     extends Serializable {
@@ -129,16 +130,26 @@ final class SplitWindowFunctions(
   /**
    * Whether a split's summary reads its rows in the window's order (as its evaluation does):
    * for dense_rank's peer groups, first / last values over an order, nth values (the first n of
-   * a split, with or without an order), lag / lead, and bounded ROWS and RANGE frames. Other
-   * summaries merge in any order.
+   * a split, with or without an order), and bounded ROWS and RANGE frames. Other summaries
+   * merge in any order (lag and lead's edge rows are picked by the total order, [[totalOrder]]).
    */
   val summarizesInOrder: Boolean =
-    needsPeers || !offsets.isEmpty || !sliding.isEmpty || !ranged.isEmpty ||
+    needsPeers || !sliding.isEmpty || !ranged.isEmpty ||
       nthFunctions.nonEmpty ||
       orderSpec.nonEmpty && functions.exists(_.function match {
         case _: First | _: Last => true
         case _ => false
       })
+
+  /**
+   * Whether a split's rows must be evaluated in a total order, [[totalOrder]] (`readOrder`, then
+   * their bytes), the same whatever order they arrive in: when its summary reads them in order,
+   * or picks lag and lead's edge rows by that order.
+   */
+  val evaluatesInTotalOrder: Boolean = summarizesInOrder || !offsets.isEmpty
+
+  /** The total order of a split's rows: `readOrder` (the sort it is read in), then the bytes. */
+  private def totalOrder(): Ordering[InternalRow] = ExternalSorts.totalOrdering(readOrder, input)
 
   /**
    * Whether every function reads its key's whole partition and no summary reads rows in order:
@@ -172,6 +183,7 @@ final class SplitWindowFunctions(
     private[SplitWindowFunctions] val orderOf =
       UnsafeProjection.create(orderSpec.map(_.child), input)
     private[SplitWindowFunctions] val ordering = RowOrdering.create(orderSpec, input)
+    private[SplitWindowFunctions] lazy val total = totalOrder()
 
     def newSplit(): Summarizer = new Summarizer(this, emptyPartials(initial))
   }
@@ -183,7 +195,7 @@ final class SplitWindowFunctions(
     private var count = 0L
     private var peers = 0L
     private var groupStart: InternalRow = null // the first row of the current peer group, copied
-    private val halo = if (offsets.isEmpty) None else Some(new offsets.Halo)
+    private val halo = if (offsets.isEmpty) None else Some(new offsets.Halo(shared.total))
     private val head = if (nthFunctions.isEmpty) None else Some(new nths.Head)
     private val frames = if (sliding.isEmpty) None else Some(new sliding.Halo)
     private val rangeEdges = if (ranged.isEmpty) None else Some(new ranged.Halo)
@@ -215,7 +227,8 @@ final class SplitWindowFunctions(
 
   /**
    * A split's summary from the summaries of parts of its rows, when summaries read no order (not
-   * [[summarizesInOrder]]): the rows added, the partial buffers merged (in `parts`' order).
+   * [[summarizesInOrder]]): the rows added, the partial buffers merged (in `parts`' order), lag
+   * and lead's edge rows picked from the parts'.
    */
   def merge(parts: Seq[SplitSummary]): SplitSummary = {
     require(!summarizesInOrder, "summaries read in order are made from a whole split")
@@ -227,7 +240,7 @@ final class SplitWindowFunctions(
       0L,
       None,
       merged.copy(),
-      Nil,
+      if (offsets.isEmpty) Nil else offsets.merge(parts.map(_.halo), totalOrder()),
       Nil,
       SplitSlidingFrames.Empty,
       SplitRangeFrames.Empty)

@@ -26,7 +26,7 @@ class RoutedSummariesSuite extends AnyFunSuite {
         f.prettyName)()
     }
     val split = WindowSplitSupport.functions(window, Nil, chained = false, new SQLConf).toOption.get
-    new SplitWindowFunctions(split, window, Nil, Seq(k, v), maxRangeEdgeRows = 10)
+    new SplitWindowFunctions(split, window, Nil, Nil, Seq(k, v), maxRangeEdgeRows = 10)
   }
 
   private def summary(values: Long*) =
