@@ -135,7 +135,7 @@ private[window] final class HotKeySplitWindowEvaluator(
     if (ranges.head.hotKeys.isEmpty) return finish(sparkWindow(child).execute(), skewed)
 
     pipeline.metrics.recordSplit(ranges.head.hotKeys.size, tasks)
-    val routed = routedSummaries(0)
+    val routed = routedSummaries(0, pieceSpecs.size, ranges.head.numSplits)
     val dependency = route(pieces, ranges.head, 0, routed, routesHotKeys = !inPlace)
     val rest = sparkWindow(
       RowsScanExec(
@@ -156,11 +156,15 @@ private[window] final class HotKeySplitWindowEvaluator(
   }
 
   /**
-   * Where window `i`'s summaries are made: by the routing map tasks as they route the rows, when
-   * they read no order (None: one job over the splits, in order).
+   * Where window `i`'s summaries are made: by the `mapTasks` routing map tasks as they route the
+   * rows into `splits` splits, when they read no order and the edge rows each keeps for lag and
+   * lead (per split it routes to) stay few on the driver (None: one job over the splits, in
+   * order, which keeps one split's edge rows each).
    */
-  private def routedSummaries(i: Int): Option[RoutedWindowSummaries] =
-    if (levels(i).summarizesInOrder) None
+  private def routedSummaries(i: Int, mapTasks: Int, splits: Int): Option[RoutedWindowSummaries] =
+    if (levels(i).summarizesInOrder ||
+      levels(i).edgeRows.toLong * mapTasks * splits > HotKeySplitWindowEvaluator.MaxRoutedEdgeRows)
+      None
     else Some(new RoutedWindowSummaries(pipeline.registered(new RoutedSummaries), levels(i)))
 
   /**
@@ -239,7 +243,7 @@ private[window] final class HotKeySplitWindowEvaluator(
     var results = evaluated(0, ranges.head, dependency, firstSeeds, counted = Some(splitRows))
     windows.indices.tail.foreach { level =>
       val next = ranges(level)
-      val nextRouted = routedSummaries(level)
+      val nextRouted = routedSummaries(level, results.getNumPartitions, next.numSplits)
       val nextDependency = route(results, next, level, nextRouted, routesHotKeys = true)
       val seeds =
         seedsOf(level, next, splitKeys, summariesOf(level, next, nextDependency, nextRouted))
@@ -348,4 +352,10 @@ private[window] final class HotKeySplitWindowEvaluator(
       }
     }
   }
+}
+
+private object HotKeySplitWindowEvaluator {
+
+  /** The most edge rows (for lag and lead) the routing map tasks may send the driver in all. */
+  val MaxRoutedEdgeRows: Long = 1L << 20
 }

@@ -45,6 +45,9 @@ final class SplitOffsets(offsets: Seq[SplitOffset], input: Seq[Attribute]) exten
 
   def isEmpty: Boolean = offsets.isEmpty
 
+  /** The rows a split's halo keeps: each function's reach. */
+  def edgeRows: Int = reach.sum
+
   /** Every function's input, in `offsets`' order. */
   private def inputs(): UnsafeProjection = UnsafeProjection.create(offsets.map(_.input), input)
 

@@ -148,6 +148,9 @@ final class SplitWindowFunctions(
    */
   val evaluatesInTotalOrder: Boolean = summarizesInOrder || !offsets.isEmpty
 
+  /** The rows a split's summary keeps at its edges for lag and lead. */
+  def edgeRows: Int = offsets.edgeRows
+
   /** The total order of a split's rows: `readOrder` (the sort it is read in), then the bytes. */
   private def totalOrder(): Ordering[InternalRow] = ExternalSorts.totalOrdering(readOrder, input)
 
