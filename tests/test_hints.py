@@ -1,11 +1,16 @@
 """SKEW_AGG / NO_SKEW_AGG hints from SQL and DataFrames."""
 
+import sys
+from typing import Callable, Dict, List, Tuple
+
 import pytest
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from conftest import SPARK_LINE, differential
+from plans import Plan
+from subprocesses import APPS, report, run
 
 def fact(spark: SparkSession) -> DataFrame:
     return spark.range(0, 6000).select(
@@ -91,11 +96,30 @@ def test_hint_parameter_that_is_no_column_name_is_an_analysis_error(spark: Spark
         fact(spark).groupBy("k").agg(F.sum("v")).hint("skew_agg", parameter).collect()
 
 
+@pytest.mark.usefixtures("no_broadcast")
 def test_misspelt_hint_is_ignored_as_spark_ignores_unknown_hints(spark: SparkSession) -> None:
     fact(spark).createOrReplaceTempView("hint_fact")
-    # Spark logs "Unrecognized hint: SKEW_AGGG()" and drops it; the query runs unchanged.
-    differential(spark, lambda s: s.sql(
-        "SELECT /*+ SKEW_AGGG */ k, sum(v) AS s FROM hint_fact GROUP BY k"))
+    dim(spark).createOrReplaceTempView("hint_dim")
+
+    def joined(hint: str) -> Callable[[SparkSession], DataFrame]:
+        return lambda s: s.sql(f"SELECT {hint} f.k, sum(f.v) AS s FROM hint_fact f "
+                               "JOIN hint_dim d ON f.k = d.k GROUP BY f.k")
+
+    # Dropped: the plans of the query without a hint, where the hint spelt right changes them.
+    misspelt = differential(spark, joined("/*+ SKEW_AGGG(k) */"))
+    unhinted = differential(spark, joined(""))
+    hinted = differential(spark, joined("/*+ SKEW_AGG(k) */"))
+    def names(plans: Dict[Tuple[bool, bool], Plan]) -> List[str]:
+        return [o.name for o in plans[(True, False)].operators]
+
+    assert names(misspelt) == names(unhinted)
+    assert names(hinted) != names(unhinted), (names(hinted), names(unhinted))
+    # And Spark says so in the driver's log.
+    proc = run([sys.executable, str(APPS / "bad_settings.py"), "spark.skewagg.enabled=true",
+                "SELECT /*+ SKEW_AGGG(k) */ k, count(*) FROM (SELECT id % 7 AS k FROM "
+                "range(100)) GROUP BY k"])
+    assert report(proc) == {"error": None, "count": 7}
+    assert "Unrecognized hint: SKEW_AGGG(k" in proc.stderr, proc.stderr[-3000:]
 
 
 def test_hint_on_an_aggregate_without_grouping_keys(spark: SparkSession) -> None:

@@ -1,9 +1,9 @@
 package org.apache.spark.sql.skewagg
 
 import io.skewagg.BuildInfo
+import io.skewagg.functions.PlanDriverRows
 
 import org.apache.spark.SPARK_VERSION
-import org.apache.spark.sql.skewagg.localagg.PartialAggregateBeforeRepartition
 
 class ExtensionRegistrationSuite extends SkewAggSuiteBase {
 
@@ -19,14 +19,32 @@ class ExtensionRegistrationSuite extends SkewAggSuiteBase {
     assert(e.getMessage.contains("skewagg_version() takes no arguments"), e.getMessage)
   }
 
-  test("the planner strategy is registered in the session") {
-    val strategies = SessionStates.of(spark).planner.strategies
-    // Registered guarded (PlanningFallback): the guard wraps the strategy.
-    assert(strategies.exists {
-      case guard: PlanningFallback.Guarded =>
-        guard.wrapped.isInstanceOf[PartialAggregateBeforeRepartition]
-      case _ => false
-    })
+  test("every planner strategy and adaptive rule is registered in the session, in its order") {
+    def steps(registered: Seq[AnyRef]): Seq[String] = registered.collect {
+      case guard: PlanningFallback.Guarded => guard.wrapped.getClass.getSimpleName
+      case PlanDriverRows => "PlanDriverRows"
+    }
+    val state = SessionStates.of(spark)
+    // Registered guarded (PlanningFallback): the guard wraps the step.
+    assert(
+      steps(state.planner.strategies) == Seq(
+        "PlanDriverRows",
+        "LocalAggregateBeforeJoin",
+        "PlanPartialAggregates",
+        "PartialAggregateBeforeRepartition",
+        "PlanHolisticAggregatesSortBased"))
+    assert(
+      steps(state.adaptiveRulesHolder.queryStagePrepRules) == Seq(
+        "BroadcastJoinBelowLocalAggregate",
+        "SplitSkewedShuffleBelowAggregate",
+        "SplitSkewedJoinBelowAggregate",
+        "SplitSkewedBucketsBelowAggregate",
+        "SplitSkewedWindow",
+        "LeftAloneReasons"))
+    assert(
+      steps(state.adaptiveRulesHolder.queryStageOptimizerRules) == Seq(
+        "CoalescePartialResultExchanges",
+        "DropUnneededMergeAfterShuffle"))
   }
 
   test("a jar built for another Spark line refuses to start, saying which jar to use") {

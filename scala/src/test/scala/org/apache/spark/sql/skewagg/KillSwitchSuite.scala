@@ -52,8 +52,11 @@ class KillSwitchSuite extends SkewAggSuiteBase {
       val conf = Seq(
         SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive.toString,
         SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "-1")
-      conf.foreach { case (k, v) => vanilla.conf.set(k, v) }
-      val expected = plannedWith(vanilla, query)
+      // (The vanilla session is shared, with the fuzz runner too: its settings are restored.)
+      val expected = ConfScopes.restoring(vanilla.conf, conf.map(_._1)) {
+        conf.foreach { case (k, v) => vanilla.conf.set(k, v) }
+        plannedWith(vanilla, query)
+      }
       withSQLConf(conf :+ (SkewAggConf.ENABLED.key -> "false"): _*) {
         val actual = plannedWith(spark, query)
         // Compared as a Boolean: ScalaTest's object diff of plans would evaluate lazy fields.

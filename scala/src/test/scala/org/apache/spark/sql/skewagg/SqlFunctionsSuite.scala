@@ -1,7 +1,10 @@
 package org.apache.spark.sql.skewagg
 
+import scala.collection.mutable
+
 import io.skewagg.functions.SkewTestFunctions
 
+import org.apache.spark.scheduler.{SparkListener, SparkListenerStageSubmitted}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
@@ -79,9 +82,22 @@ class SqlFunctionsSuite extends SkewAggSuiteBase {
       spark.sparkContext.addJobTag(tag)
       try spark.sql(skewedJoin).collect()
       finally spark.sparkContext.removeJobTag(tag)
-      spark.sql(skewedJoin).collect() // untagged: not recorded
+      // Untagged: not recorded (its stages, seen by a listener of its own, are not read).
+      val untagged = mutable.Set.empty[Int]
+      val listener = new SparkListener {
+        override def onStageSubmitted(e: SparkListenerStageSubmitted): Unit =
+          untagged.synchronized(untagged += e.stageInfo.stageId)
+      }
+      spark.sparkContext.addSparkListener(listener)
+      try spark.sql(skewedJoin).collect()
+      finally {
+        spark.sparkContext.listenerBus.waitUntilEmpty()
+        spark.sparkContext.removeSparkListener(listener)
+      }
       val rows = spark.sql(s"SELECT * FROM skewagg_task_times('$tag')").collect()
       assert(rows.map(_.getAs[Int]("stage")).distinct.length >= 3, rows.mkString("\n"))
+      assert(untagged.nonEmpty)
+      assert(rows.forall(r => !untagged.contains(r.getAs[Int]("stage"))), rows.mkString("\n"))
       assert(rows.forall(_.getAs[Long]("duration_ms") >= 0))
       val records = rows.map(_.getAs[Long]("records")).sum
       assert(records >= 20000 + SkewTestData.Keys, rows.mkString("\n"))

@@ -87,11 +87,15 @@ class OptimizerBuiltWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
   /** Refused: a window without ORDER BY that reads the order rows arrive in. */
   private case object ArrivalOrder extends Expected
 
-  /**
-   * Spark's plan for another reason: a window group limit below the window (Spark limits each
-   * key's rows before its shuffle), or a join above reading the window's partitioning.
-   */
-  private case object SparksPlan extends Expected
+  /** Spark's plan for another reason, recorded with `reason` in it. */
+  private case class SparksPlan(reason: String) extends Expected
+
+  /** A window group limit below the window: Spark limits each key's rows before its shuffle. */
+  private val GroupLimit = SparksPlan("(WindowGroupLimit, from a filter on it)")
+
+  /** A join above reads the window's partitioning. */
+  private val PartitionedAbove =
+    SparksPlan("a node above relies on the window's output being partitioned by its keys")
 
   /** `sql` returns Spark's rows with the thresholds lowered and by default, as `expected`. */
   private def assertExact(sql: String, expected: Expected): Unit = {
@@ -100,8 +104,12 @@ class OptimizerBuiltWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       val split = hotKeysSplit(d, adaptive).nonEmpty
       assert(split == (expected == Split), s"$sql\n${decisions(d, adaptive)}")
     }
-    if (expected == ArrivalOrder) {
-      assert(decisions(d, adaptive = true).contains(arrivalOrder), decisions(d, adaptive = true))
+    expected match {
+      case ArrivalOrder =>
+        assert(decisions(d, adaptive = true).contains(arrivalOrder), decisions(d, adaptive = true))
+      case SparksPlan(reason) =>
+        assert(decisions(d, adaptive = true).contains(reason), decisions(d, adaptive = true))
+      case Split =>
     }
     queried(sql, defaults)
   }
@@ -145,11 +153,11 @@ class OptimizerBuiltWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     assertExact(
       "SELECT d.k, d.c, l.* FROM d JOIN LATERAL (SELECT t.o, t.v FROM t WHERE t.k = d.k " +
         "AND t.v > d.c ORDER BY t.o DESC LIMIT 2 OFFSET 1) l",
-      SparksPlan)
+      GroupLimit)
     assertExact(
       "SELECT d.k, d.c, l.* FROM d, LATERAL (SELECT t.o, t.v FROM t WHERE t.k = d.k " +
         "AND t.v >= d.c ORDER BY t.v, t.o LIMIT 3) l",
-      SparksPlan)
+      GroupLimit)
   }
 
   test(
@@ -186,7 +194,7 @@ class OptimizerBuiltWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       ArrivalOrder)
     assertExact(
       "SELECT d.k, (SELECT t.o FROM t WHERE t.k = d.k ORDER BY t.o LIMIT 1) AS first_o FROM d",
-      SparksPlan)
+      GroupLimit)
     assertExact(
       "SELECT * FROM d WHERE EXISTS (SELECT t.o FROM t WHERE t.k > d.k LIMIT 1)",
       ArrivalOrder)
@@ -196,11 +204,11 @@ class OptimizerBuiltWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     assertExact(
       "SELECT * FROM (SELECT t.*, rank() OVER (PARTITION BY k ORDER BY v) AS r FROM t) " +
         "WHERE r <= 2",
-      SparksPlan)
+      GroupLimit)
     assertExact(
       "SELECT * FROM (SELECT t.*, row_number() OVER (PARTITION BY k ORDER BY o DESC) AS r " +
         "FROM t) WHERE r = 1",
-      SparksPlan)
+      GroupLimit)
     assertExact(
       "SELECT * FROM (SELECT t.*, max(v) OVER (PARTITION BY k) AS m FROM t) WHERE v = m",
       Split)
