@@ -17,7 +17,9 @@ import org.apache.spark.sql.catalyst.plans.logical.{
 }
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.execution.{PlanLater, SparkPlan, SparkStrategy}
-import org.apache.spark.sql.execution.adaptive.{LogicalQueryStage, ShuffleQueryStageExec}
+import org.apache.spark.sql.execution.adaptive.{
+  BroadcastQueryStageExec, LogicalQueryStage, ShuffleQueryStageExec
+}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{SessionStates, SkewAggConf, SkewAggDecisions, SkewAggHints}
 import org.apache.spark.sql.skewagg.ansi.WrappingLongSum
@@ -57,7 +59,8 @@ import org.apache.spark.util.Utils
  * With the SKEW_AGG hint the partial aggregate is Spark's (every row aggregated). Without it, the
  * partial aggregate is a [[FlushingPartialAggregateExec]] that aggregates only while its own
  * counts show that it reduces rows, and only before a join Spark will shuffle (both sides above
- * the broadcast threshold, no broadcast hint): before a selective or broadcast join a full
+ * the broadcast threshold, no broadcast hint, neither side a broadcast stage of adaptive
+ * execution; recorded: see `refusedAsBroadcast`): before a selective or broadcast join a full
  * partial aggregate can cost more than it saves.
  *
  * Refuses when skewagg or `spark.skewagg.join.localAggregate.enabled` is off, the aggregate has
@@ -120,6 +123,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       val distinctOnly = aggregates.forall(_.isDistinct)
       for {
         (join, projected) <- joinBelow(agg.child)
+        if forced || !refusedAsBroadcast(agg, join, AttributeSet(aggregates.flatMap(_.references)))
         if forced || shuffled(join)
         side <- aggregatedSide(join, AttributeSet(aggregates.flatMap(_.references)))
         if forced || distinctOnly || !refusedForWideDecimals(agg, aggregates)
@@ -381,13 +385,61 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
     case _ => Nil
   }
 
-  /** Spark will shuffle both sides: an equi-join, neither side broadcast by size or hint. */
-  private def shuffled(join: Join): Boolean = {
+  /** Spark will shuffle both sides: an equi-join, neither side broadcast ([[broadcastBy]]). */
+  private def shuffled(join: Join): Boolean = join.condition.isDefined && broadcastBy(join).isEmpty
+
+  /**
+   * Why Spark broadcasts a side of equi-join `join`, if it does: a side adaptive execution has
+   * broadcast already (a broadcast stage under row-local nodes, which the join it re-plans keeps
+   * broadcasting; its size is no guide: a broadcast stage reports its hashed relation's memory,
+   * a whole page, 64 MiB by default, for one row), a broadcast hint, or a side's estimate at most
+   * `spark.sql.autoBroadcastJoinThreshold`.
+   */
+  private def broadcastBy(join: Join): Option[String] = {
+    def stageRows(p: LogicalPlan): Option[Option[BigInt]] = p match {
+      case Project(_, child) => stageRows(child)
+      case Filter(_, child) => stageRows(child)
+      case stage @ LogicalQueryStage(_, _: BroadcastQueryStageExec) => Some(stage.stats.rowCount)
+      case _ => None
+    }
     val threshold = conf.autoBroadcastJoinThreshold
-    def large(p: LogicalPlan) = threshold < 0 || p.stats.sizeInBytes > threshold
-    join.condition.isDefined && large(join.left) && large(join.right) &&
-    !Seq(join.hint.leftHint, join.hint.rightHint).flatten.exists(_.strategy.contains(BROADCAST))
+    lazy val smallest = join.left.stats.sizeInBytes.min(join.right.stats.sizeInBytes)
+    stageRows(join.left).orElse(stageRows(join.right)).map { rows =>
+      "adaptive execution broadcasts a side of the join (a broadcast stage" +
+        rows.fold("")(r => f" of $r%,d rows") + ")"
+    }.orElse {
+      val hints = Seq(join.hint.leftHint, join.hint.rightHint).flatten
+      if (hints.exists(_.strategy.contains(BROADCAST))) Some("a hint broadcasts a side of the join")
+      else None
+    }.orElse {
+      if (threshold < 0 || smallest > threshold) None
+      else {
+        val (size, limit) = (Utils.bytesToString(smallest), Utils.bytesToString(threshold))
+        Some(s"Spark broadcasts a side of the join (estimated at $size, at most " +
+          s"${SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key}=$limit)")
+      }
+    }
   }
+
+  /**
+   * Without the hint, refuses (recording why on `agg`, when its functions read one side of
+   * `join`) an equi-join Spark broadcasts a side of ([[broadcastBy]]): the aggregated side is
+   * not shuffled for it, so a local aggregate would only add work, and a shuffle of its own.
+   */
+  private def refusedAsBroadcast(agg: Aggregate, join: Join, refs: AttributeSet): Boolean =
+    join.condition.isDefined && (broadcastBy(join) match {
+      case Some(why) =>
+        if (aggregatedSide(join, refs).isDefined) {
+          SkewAggDecisions.record(
+            agg,
+            Refused(
+              s"$why, so the aggregated side is not shuffled for it: a local aggregate before " +
+                "the join would only add work.",
+              Rewrite))
+        }
+        true
+      case None => false
+    })
 
   /** "left" or "right": the side whose rows the aggregate functions read, when that is exact. */
   private def aggregatedSide(join: Join, aggregateRefs: AttributeSet): Option[String] = {

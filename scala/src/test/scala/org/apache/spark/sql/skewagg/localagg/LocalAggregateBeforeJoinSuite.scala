@@ -5,7 +5,7 @@ import org.apache.spark.sql.catalyst.plans.logical.Aggregate
 import org.apache.spark.sql.execution.{RangeExec, SparkPlan}
 import org.apache.spark.sql.catalyst.expressions.aggregate.PartialMerge
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
+import org.apache.spark.sql.execution.exchange.{BroadcastExchangeExec, ShuffleExchangeLike}
 import org.apache.spark.sql.execution.joins.{BaseJoinExec, BroadcastHashJoinExec, ShuffledJoin}
 import org.apache.spark.sql.expressions.Aggregator
 import org.apache.spark.sql.functions._
@@ -289,6 +289,35 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase with SpreadOverBuil
         "below spark.skewagg.localAggregate.minMergeReduction=3.0"),
       decision)
     assert(SkewAggExplain.explain(adaptive).contains(decision))
+  }
+
+  test("left alone before a join adaptive execution broadcasts, whatever its stage's size") {
+    // TPC-H Q2's subquery: the side joined is a few rows, broadcast; its broadcast stage reports
+    // its hashed relation's memory, a whole page, which passed for a side too large to broadcast
+    // when adaptive execution re-planned the join: a local aggregate and a shuffle of its own.
+    val d = differential(
+      s =>
+        fact(s, skewed = true).join(dim(s).where(col("k") < 5), "k").groupBy("k")
+          .agg(min("v"), count("*")),
+      conf :+ (SQLConf.AUTO_BROADCASTJOIN_THRESHOLD.key -> "100k"): _*)
+    for (adaptive <- Seq(false, true)) {
+      val plan = d.plan(on = true, adaptive)
+      assert(localStages(plan).isEmpty && nodes[BroadcastHashJoinExec](plan).nonEmpty, plan)
+    }
+    val adaptive = d.plan(on = true, adaptive = true)
+    // The stage is larger than the threshold by its size: only its being a broadcast tells.
+    val broadcastSizes = nodes[BroadcastExchangeExec](adaptive).map(_.metrics("dataSize").value)
+    assert(broadcastSizes.nonEmpty && broadcastSizes.forall(_ > 100 * 1024), broadcastSizes)
+    // Recorded when planned (adaptive execution keeps that plan when re-planning changes none).
+    for (adaptive <- Seq(false, true)) {
+      val text = SkewAggExplain.explain(d.plan(on = true, adaptive))
+      assert(
+        text.contains("left alone: Spark broadcasts a side of the join (estimated at ") &&
+          text.contains("at most spark.sql.autoBroadcastJoinThreshold=100.0 KiB), so the " +
+            "aggregated side is not shuffled for it: a local aggregate before the join would " +
+            "only add work."),
+        text)
+    }
   }
 
   test("left alone without the hint where Spark knows the side is unique on the join key") {
