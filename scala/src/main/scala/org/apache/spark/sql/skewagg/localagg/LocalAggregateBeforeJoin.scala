@@ -123,9 +123,9 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       val distinctOnly = aggregates.forall(_.isDistinct)
       for {
         (join, projected) <- joinBelow(agg.child)
-        if forced || !refusedAsBroadcast(agg, join, AttributeSet(aggregates.flatMap(_.references)))
-        if forced || shuffled(join)
         side <- aggregatedSide(join, AttributeSet(aggregates.flatMap(_.references)))
+        if forced || !refusedAsBroadcast(agg, join)
+        if forced || shuffled(join)
         if forced || distinctOnly || !refusedForWideDecimals(agg, aggregates)
         drops = join.joinType match {
           case LeftOuter | RightOuter => false
@@ -422,24 +422,20 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
   }
 
   /**
-   * Without the hint, refuses (recording why on `agg`, when its functions read one side of
-   * `join`) an equi-join Spark broadcasts a side of ([[broadcastBy]]): the aggregated side is
-   * not shuffled for it, so a local aggregate would only add work, and a shuffle of its own.
+   * Without the hint, refuses (recording why on `agg`) an equi-join Spark broadcasts a side of
+   * ([[broadcastBy]]): the aggregated side is not shuffled for it, so a local aggregate would
+   * only add work, and a shuffle of its own.
    */
-  private def refusedAsBroadcast(agg: Aggregate, join: Join, refs: AttributeSet): Boolean =
-    join.condition.isDefined && (broadcastBy(join) match {
-      case Some(why) =>
-        if (aggregatedSide(join, refs).isDefined) {
-          SkewAggDecisions.record(
-            agg,
-            Refused(
-              s"$why, so the aggregated side is not shuffled for it: a local aggregate before " +
-                "the join would only add work.",
-              Rewrite))
-        }
-        true
-      case None => false
-    })
+  private def refusedAsBroadcast(agg: Aggregate, join: Join): Boolean =
+    join.condition.isDefined && broadcastBy(join).exists { why =>
+      SkewAggDecisions.record(
+        agg,
+        Refused(
+          s"$why, so the aggregated side is not shuffled for it: a local aggregate before the " +
+            "join would only add work.",
+          Rewrite))
+      true
+    }
 
   /** "left" or "right": the side whose rows the aggregate functions read, when that is exact. */
   private def aggregatedSide(join: Join, aggregateRefs: AttributeSet): Option[String] = {

@@ -266,7 +266,7 @@ private[window] final class HotKeySplitWindowEvaluator(
     // reads their results) or its edge rows were picked by the routing map tasks (lag, lead),
     // ties by the rows' bytes, so that every pass and every task attempt reads one order;
     // otherwise as Spark's sort (ties as they arrive, a radix sort when it can).
-    val order = plan.sortOrders(level).drop(plan.partitionSpec.size)
+    val order = plan.readOrder(level)
     val input = plan.inputOf(level)
     val sortSpill = plan.longMetric("sortSpillSize")
     val readAgain = levels(level).evaluatesInTotalOrder || level < windows.size - 1

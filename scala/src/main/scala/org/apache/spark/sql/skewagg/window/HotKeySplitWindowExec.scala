@@ -84,6 +84,9 @@ case class HotKeySplitWindowExec(
 
   private[window] def sortOrders: Seq[Seq[SortOrder]] = ChainedWindow.sortOrders(windows)
 
+  /** The order window `i` reads one key's rows in: its sort after the PARTITION BY keys. */
+  private[window] def readOrder(i: Int): Seq[SortOrder] = sortOrders(i).drop(partitionSpec.size)
+
   // (Read in place, the rows of several hot keys of a piece are in no order.)
   override def outputOrdering: Seq[SortOrder] = if (inPlace) Nil else sortOrders.last
 
@@ -123,7 +126,7 @@ case class HotKeySplitWindowExec(
           _,
           w.windowExpression,
           w.orderSpec,
-          sortOrders(i).drop(partitionSpec.size),
+          readOrder(i),
           inputOf(i),
           conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_RANGE_FRAME_ROWS)))
     }

@@ -151,8 +151,12 @@ final class SplitWindowFunctions(
   /** The rows a split's summary keeps at its edges for lag and lead. */
   def edgeRows: Int = offsets.edgeRows
 
-  /** The total order of a split's rows: `readOrder` (the sort it is read in), then the bytes. */
-  private def totalOrder(): Ordering[InternalRow] = ExternalSorts.totalOrdering(readOrder, input)
+  /**
+   * The total order of a split's rows: `readOrder` (the sort it is read in), then the bytes.
+   * Made once where it is used (each task deserializes its own copy of these functions).
+   */
+  @transient private lazy val totalOrder: Ordering[InternalRow] =
+    ExternalSorts.totalOrdering(readOrder, input)
 
   /**
    * Whether every function reads its key's whole partition and no summary reads rows in order:
@@ -186,7 +190,6 @@ final class SplitWindowFunctions(
     private[SplitWindowFunctions] val orderOf =
       UnsafeProjection.create(orderSpec.map(_.child), input)
     private[SplitWindowFunctions] val ordering = RowOrdering.create(orderSpec, input)
-    private[SplitWindowFunctions] lazy val total = totalOrder()
 
     def newSplit(): Summarizer = new Summarizer(this, emptyPartials(initial))
   }
@@ -198,7 +201,7 @@ final class SplitWindowFunctions(
     private var count = 0L
     private var peers = 0L
     private var groupStart: InternalRow = null // the first row of the current peer group, copied
-    private val halo = if (offsets.isEmpty) None else Some(new offsets.Halo(shared.total))
+    private val halo = if (offsets.isEmpty) None else Some(new offsets.Halo(totalOrder))
     private val head = if (nthFunctions.isEmpty) None else Some(new nths.Head)
     private val frames = if (sliding.isEmpty) None else Some(new sliding.Halo)
     private val rangeEdges = if (ranged.isEmpty) None else Some(new ranged.Halo)
@@ -243,7 +246,7 @@ final class SplitWindowFunctions(
       0L,
       None,
       merged.copy(),
-      if (offsets.isEmpty) Nil else offsets.merge(parts.map(_.halo), totalOrder()),
+      if (offsets.isEmpty) Nil else offsets.merge(parts.map(_.halo), totalOrder),
       Nil,
       SplitSlidingFrames.Empty,
       SplitRangeFrames.Empty)
