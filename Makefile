@@ -13,7 +13,7 @@ SBT_PROJECT := spark$(subst .,,$(SPARK_LINE))
 # Recipes that start a JVM outside sbt run under a JDK 17 (build/require-jdk17 finds or installs one).
 WITH_JDK17 = JAVA_HOME="$$(build/require-jdk17)" && export JAVA_HOME && export PATH="$$JAVA_HOME/bin:$$PATH" &&
 
-.PHONY: help setup setup-lines jar wheel check-wheel test test-full lint format test-scala \
+.PHONY: help setup setup-lines jar dist publish-local check-dist test test-full lint format test-scala \
   test-python test-line demo bench bench-default advise-check fuzz docs clean
 
 help: ## list the targets
@@ -22,7 +22,7 @@ help: ## list the targets
 
 # A line's jar is rebuilt when a source of its changed since it was built (stamp .built-<line>).
 JAR_SOURCES := $(shell find scala project/*.scala project/build.properties build.sbt build/spark-lines \
-  python/skewagg/__init__.py -type f 2>/dev/null)
+  python/skewagg/version.py LICENSE NOTICE -type f 2>/dev/null)
 JARS_DIR := python/skewagg/jars
 LINE_JAR_BUILT := $(JARS_DIR)/.built-$(SPARK_LINE)
 ALL_JARS_BUILT := $(JARS_DIR)/.built-all
@@ -40,7 +40,7 @@ $(ALL_JARS_BUILT): $(JAR_SOURCES)
 # editable: it reads the jars in python/skewagg/jars/.
 .venvs/spark-%/.skewagg-installed: requirements-test.txt pyproject.toml setup.py build/spark-lines
 	build/spark-venv $* >/dev/null
-	.venvs/spark-$*/bin/python -m pip install -q --no-deps -e .
+	.venvs/spark-$*/bin/python -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
 ALL_VENVS := $(foreach line,$(SPARK_LINES),.venvs/spark-$(line)/.skewagg-installed)
@@ -58,23 +58,27 @@ jar: ## build every Spark line's jar into python/skewagg/jars/ (one sbt run)
 	build/package-jar
 	touch $(foreach line,$(SPARK_LINES),$(JARS_DIR)/.built-$(line)) $(ALL_JARS_BUILT)
 
-wheel: jar ## one wheel with every line's jar: dist/skewagg-<version>-py3-none-any.whl
-	build/spark-venv $(SPARK_LINE) >/dev/null
-	$(PY) -m pip install -q build
-	rm -rf dist && $(PY) -m build --wheel --outdir dist .
-	@ls -l dist/*.whl
+dist: $(ALL_JARS_BUILT) ## the release: dist/'s wheel (every line's jar inside; installs with no JDK or build), sdist, each line's jar on its own (dist/jars/, with SHA-256)
+	build/dist
 
-check-wheel: wheel ## per Spark line: a fresh venv with its pyspark, the wheel installed, a skewed join and percentile off/on
-	build/check-wheel
+publish-local: ## every build's jar, sources and POM as io.skewagg:skewagg-spark<line>_<scala>:<version> in ~/.m2/repository (spark-submit --packages, sbt, Maven)
+	build/sbt $(foreach p,$(ALL_SBT_PROJECTS),$(p)/publishM2)
 
-test: setup-lines ## the README's test command, what CI runs: lint; every Scala suite on every line (slow tests and fuzz cases spread over them); Python on SPARK_LINE but slow tests, packaging tests on the others
+CHECKS ?=
+check-dist: dist ## the install paths users take, in fresh venvs: the wheel beside pyspark 3.5.9 and 4.3.0, a SPARK_HOME-only PySpark, an unsupported pyspark, --packages (CHECKS='pip-4.1 ...' picks)
+	build/check-dist $(CHECKS)
+
+test: setup-lines dist ## the README's test command, what CI runs: lint; every Scala suite on every line (slow tests and fuzz cases spread over them); the release's install paths (check-dist); Python on SPARK_LINE but slow tests, packaging tests on the others
 	build/run-tests
 
-test-full: setup-lines ## every test and every fuzz case on every line (run before resolving an issue that changes a rule or an operator)
+test-full: setup-lines dist ## every test and every fuzz case on every line (run before resolving an issue that changes a rule or an operator)
 	build/run-tests --full
 
 # Every line's project: each formats the shared sources and its own shim directories.
 SBT_PROJECTS := $(foreach line,$(SPARK_LINES),spark$(subst .,,$(line)))
+# And the second builds of build/spark-lines' also-scala column (spark35_213).
+ALL_SBT_PROJECTS := $(SBT_PROJECTS) $(shell grep -v '^\#' build/spark-lines | \
+  awk 'NF >= 5 {split($$5, v, "."); l = $$1; gsub(/\./, "", l); print "spark" l "_" v[1] v[2]}')
 
 lint: ## scalafmt (.scalafmt.conf) on every line's sources, and no Scala or Python line over 100 columns
 	build/check-lines

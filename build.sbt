@@ -7,11 +7,11 @@
 // the root project aggregates them all.
 
 ThisBuild / organization := "io.skewagg"
-// One version for jar and Python package: `__version__` in python/skewagg/__init__.py.
+// One version for jar and Python package: `__version__` in python/skewagg/version.py.
 val skewaggVersion = """__version__ = "([^"]+)"""".r
-  .findFirstMatchIn(IO.read(file("python/skewagg/__init__.py")))
+  .findFirstMatchIn(IO.read(file("python/skewagg/version.py")))
   .map(_.group(1))
-  .getOrElse(sys.error("python/skewagg/__init__.py has no __version__"))
+  .getOrElse(sys.error("python/skewagg/version.py has no __version__"))
 ThisBuild / version := skewaggVersion
 ThisBuild / scalaVersion := SparkLines.all.last.scala
 // `all spark43/test spark40/test ...` (build/run-tests) runs one line's test JVM at a time: one
@@ -110,14 +110,15 @@ def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
       val spread = sys.env.get("SKEWAGG_TEST_SLICE").contains("spread")
       if (line.fromMaven && spread) Seq(Tests.Filter(mavenBuildSuites)) else Nil
     },
-    // The jar records which Spark it was built for; the extension refuses to start on another
-    // line.
+    // The jar records which Spark it was built for, and every line skewagg has a jar for; the
+    // extension refuses to start on another line, naming the jar to use or the lines supported.
     Compile / resourceGenerators += Def.task {
       val out = (Compile / resourceManaged).value / "skewagg-build.properties"
       IO.write(
         out,
         s"version=${version.value}\nspark.version=${line.pyspark}\nspark.line=${line.line}\n" +
-          s"scala.binary=${scalaBinaryVersion.value}\n")
+          s"scala.binary=${scalaBinaryVersion.value}\n" +
+          s"supported.lines=${SparkLines.all.map(_.line).mkString(",")}\n")
       Seq(out)
     }.taskValue,
     // Tests and `Test/runMain` run in a forked JVM with the flags Spark needs on Java 17.
@@ -134,7 +135,17 @@ def lineSettings(line: SparkLine): Seq[Setting[_]] = Seq(
     Test / envVars += ("SKEWAGG_TEST_SLICE" -> testSlice(line)),
     Compile / packageBin / packageOptions += Package.ManifestAttributes(
       "Spark-Version" -> line.pyspark,
-      "Implementation-Version" -> version.value)
+      "Implementation-Version" -> version.value),
+    Compile / packageBin / mappings ++= Seq("LICENSE", "NOTICE")
+      .map(f => (ThisBuild / baseDirectory).value / f -> s"META-INF/$f"),
+    // Maven coordinates io.skewagg:skewagg-spark<line>_<scala>:<version>, Spark and Scala
+    // provided (project/MavenPom.scala); make publish-local puts them in ~/.m2/repository.
+    description := s"skewagg, a Spark SQL extension for skewed keyed aggregations, " +
+      s"for Spark ${line.line} (Scala ${line.scalaBinary})",
+    licenses := Seq("Apache-2.0" -> url("https://www.apache.org/licenses/LICENSE-2.0.txt")),
+    pomPostProcess := MavenPom.providedSpark(line),
+    // The local repository takes a rebuilt jar of the same version.
+    publishM2Configuration := publishM2Configuration.value.withOverwrite(true)
 )
 
 lazy val root = (project in file("."))

@@ -1,9 +1,12 @@
-"""skewagg through spark-submit: --jars plus spark.sql.extensions, locally and on a cluster of
-separate executor JVMs (local-cluster)."""
+"""skewagg through spark-submit: the README's `$(python -m skewagg server-conf)` in a shell, or
+--jars plus spark.sql.extensions, locally and on a cluster of separate executor JVMs
+(local-cluster)."""
 
 import os
+import shlex
+import sys
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 import pytest
 import pyspark
@@ -29,11 +32,20 @@ def _submit_args(master: str, block_skew_factor: bool = True) -> list:
     ]
 
 
+def _substituted_submit() -> List[str]:
+    """``bash -c 'spark-submit $(python -m skewagg server-conf) --master local[2] ... app.py'``"""
+    submit, *rest = spark_submit_args("report_active.py", "--master", "local[2]",
+                                      "--conf", "spark.ui.enabled=false")
+    flags = f"$({shlex.quote(sys.executable)} -m skewagg server-conf)"
+    return ["bash", "-c", " ".join([shlex.quote(submit), flags, *map(shlex.quote, rest)])]
+
+
 @pytest.fixture(scope="module")
 def local_apps() -> Dict[str, Started]:
     """The local spark-submit runs, started at once (each is mostly its JVMs starting)."""
     return {
-        "with": Started(spark_submit_args("report_active.py", *_submit_args("local[2]"))),
+        # The README's `spark-submit $(python -m skewagg server-conf) app.py`, in a real shell.
+        "with": Started(_substituted_submit()),
         "without": Started(spark_submit_args("report_active.py", "--master", "local[1]")),
         # More than 2000 shuffle partitions and no block skew factor: sizes averaged.
         "averaged": Started(spark_submit_args(
@@ -42,8 +54,11 @@ def local_apps() -> Dict[str, Started]:
     }
 
 
-def test_spark_submit_with_jars_and_extension_conf(local_apps: Dict[str, Started]) -> None:
-    result = report(local_apps["with"].result())
+def test_spark_submit_with_the_server_conf_substituted_by_a_shell(
+        local_apps: Dict[str, Started]) -> None:
+    proc = local_apps["with"].result()
+    assert "$(" in proc.args[-1]  # the flags came through the shell's substitution
+    result = report(proc)
     assert result["loaded"] and result["active"]
     assert result["version"].startswith(f"skewagg {skewagg.__version__}")
     assert result["total"] == EXPECTED_TOTAL

@@ -17,6 +17,7 @@ import sys
 from typing import TYPE_CHECKING, Dict, List, Optional
 
 from skewagg._jars import jar_for, supported_spark_lines
+from skewagg.version import __version__
 from skewagg._sql import task_slots
 from skewagg._session import (
     EXTENSION_CLASS,
@@ -31,6 +32,7 @@ from skewagg.errors import (
     JarNotFoundError,
     NotLoadedError,
     SkewAggError,
+    SparkNotFoundError,
     UnsupportedSparkVersionError,
 )
 
@@ -48,7 +50,6 @@ from skewagg.stagereport import StageReport, stage_report
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-__version__ = "0.1.0"
 
 ENABLED_KEY = "spark.skewagg.enabled"
 """The runtime switch every skewagg rule checks."""
@@ -77,8 +78,10 @@ __all__ = [
     "NotLoadedError",
     "SkewAggError",
     "SkewReport",
+    "SparkNotFoundError",
     "StageReport",
     "UnsupportedSparkVersionError",
+    "__version__",
     "advise",
     "analyze",
     "configure",
@@ -99,14 +102,15 @@ __all__ = [
 
 
 def jar_path(spark_version: Optional[str] = None, scala_version: Optional[str] = None) -> str:
-    """The path of the bundled jar for ``spark_version`` (default: the installed pyspark's) and
-    Scala ``scala_version`` (default: the Scala of the Spark that PySpark starts,
-    ``$SPARK_HOME`` or the installed pyspark, when it is of the same line; else the line's default
-    build: Scala 2.12 for Spark 3.5, 2.13 for Spark 4).
+    """The path of the bundled jar for ``spark_version`` and Scala ``scala_version``; by default
+    those of the Spark that runs here: the SparkContext running in this process, else
+    ``$SPARK_HOME``'s, else the imported pyspark's (for another version, the Scala of that Spark
+    when it is of the same line, else the line's default build: Scala 2.12 for Spark 3.5, 2.13
+    for Spark 4).
 
     Raises :class:`UnsupportedSparkVersionError` naming the supported Spark lines (or the Scala
-    builds of the line) when no jar matches, and :class:`JarNotFoundError` when the package has
-    no jar at all.
+    builds of the line) when no jar matches, :class:`SparkNotFoundError` when no Spark is found
+    and no version given, and :class:`JarNotFoundError` when the package has no jar at all.
     """
     return str(jar_for(spark_version, scala_version=scala_version))
 

@@ -4,6 +4,8 @@ advise``."""
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 import sys
 from typing import List, Optional
 
@@ -77,22 +79,51 @@ def advise_logs(paths: List[str], task_slots: Optional[int], conf: List[str],
     return 1 if report.errors else 0
 
 
+SERVER_CONF_FORMATS = ("args", "shell", "conf")
+
+# What word splitting or globbing would change in an unquoted $(...).
+_UNSAFE_IN_SUBSTITUTION = re.compile(r"[\s*?\[\]]")
+
+
+def server_conf(flags: List[str], fmt: str) -> str:
+    """``flags`` (``--jars PATH --conf K=V ...``) as ``fmt`` says: ``args``, one line that an
+    unquoted ``$(...)`` splits into exactly these arguments; ``shell``, quoted for ``eval``;
+    ``conf``, lines of ``spark-defaults.conf``."""
+    if fmt == "shell":
+        return shlex.join(flags)
+    if fmt == "conf":
+        pairs = [("spark.jars", value) if option == "--jars" else tuple(value.split("=", 1))
+                 for option, value in zip(flags[::2], flags[1::2])]
+        return "\n".join(f"{key:<44} {value}" for key, value in pairs)
+    unsafe = [flag for flag in flags if _UNSAFE_IN_SUBSTITUTION.search(flag)]
+    if unsafe:
+        raise SkewAggError(
+            f"{unsafe[0]!r} holds a space or a glob character, which $(...) would split or "
+            "expand: use eval \"spark-submit $(python -m skewagg server-conf --format shell) "
+            "...\", or put the lines of --format conf in spark-defaults.conf")
+    return " ".join(flags)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m skewagg", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     jar = sub.add_parser(
-        "jar-path", help="print the bundled jar for the installed pyspark (for spark-submit --jars)"
-    )
+        "jar-path", help="print the bundled jar for the Spark here: the running one, else "
+                         "$SPARK_HOME's, else the imported pyspark's (for spark-submit --jars)")
     jar.add_argument("--spark-version", help="pick the jar for this Spark version instead")
     jar.add_argument("--scala-version",
                      help="pick the jar built with this Scala (2.12 or 2.13; default: the Scala "
-                          "of $SPARK_HOME or the installed pyspark, else the line's default)")
+                          "of the Spark here, else the line's default)")
     server = sub.add_parser(
         "server-conf",
         help="print the spark-submit flags that load skewagg into an application started "
              "elsewhere, such as a Spark Connect server")
-    server.add_argument("--spark-version", help="the server's Spark version (default: pyspark's)")
-    server.add_argument("--scala-version", help="the server's Scala (2.12 or 2.13)")
+    server.add_argument("--spark-version",
+                        help="the application's Spark version (default: the Spark here)")
+    server.add_argument("--scala-version", help="the application's Scala (2.12 or 2.13)")
+    server.add_argument("--format", choices=SERVER_CONF_FORMATS, default="args",
+                        help="args (default): one line of arguments for $(...); shell: quoted "
+                             "for eval; conf: spark-defaults.conf lines")
     sub.add_parser("spark-lines", help="print the Spark major.minor lines this build supports")
     demo = sub.add_parser("demo", help="run a skewed join + aggregation with skewagg off and on")
     demo.add_argument("--rows", type=int, default=None, help="rows of the fact table")
@@ -126,8 +157,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "jar-path":
             print(jar_path(args.spark_version, args.scala_version))
         elif args.command == "server-conf":
-            flags = server_flags(args.spark_version, args.scala_version)
-            print(" \\\n".join(" ".join(flags[i:i + 2]) for i in range(0, len(flags), 2)))
+            print(server_conf(server_flags(args.spark_version, args.scala_version),
+                              args.format))
         elif args.command == "spark-lines":
             print("\n".join(supported_spark_lines()))
         elif args.command == "demo":

@@ -8,6 +8,7 @@ from skewagg._session import is_connect
 from skewagg.errors import ConnectNotSupportedError
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
 BRIDGE_CLASS = "io.skewagg.PythonBridge"
@@ -30,7 +31,16 @@ def driver_scala_version(spark: SparkSession) -> Optional[str]:
     """The Scala version of ``spark``'s driver JVM (``"2.12.18"``), read through py4j without
     skewagg's classes (to say why they did not load); None when it cannot be read."""
     try:
-        jvm = spark.sparkContext._jvm  # type: ignore[union-attr]
-        return str(jvm.scala.util.Properties.versionNumberString())
+        context = spark.sparkContext
     except Exception:  # a Connect client has no driver JVM to ask
+        return None
+    return context_scala_version(context)
+
+
+def context_scala_version(context: SparkContext) -> Optional[str]:
+    """The Scala version of a running SparkContext's JVM; None when it cannot be read."""
+    try:
+        jvm = context._jvm  # type: ignore[union-attr]
+        return str(jvm.scala.util.Properties.versionNumberString())
+    except Exception:
         return None

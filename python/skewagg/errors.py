@@ -11,6 +11,11 @@ class UnsupportedSparkVersionError(SkewAggError):
     """No bundled jar matches the running Spark's major.minor line."""
 
 
+class SparkNotFoundError(SkewAggError):
+    """No Spark to pick a jar for: no SparkContext running, no ``$SPARK_HOME`` holding Spark's
+    jars, no importable pyspark."""
+
+
 class JarNotFoundError(SkewAggError):
     """The package has no jar at all (installed from a checkout without building it)."""
 

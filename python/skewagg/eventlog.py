@@ -3,10 +3,11 @@
 An event log is one JSON object a line. This module finds the logs under the paths it is given
 (files; directories of logs; rolling logs, directories ``eventlog_v2_<app>`` of ``events_<n>_...``
 files), decompresses them by their file name's codec (Spark's ``lz4``, ``lzf``, ``snappy`` and
-``zstd`` streams: ``pip install 'skewagg[eventlogs]'`` brings the packages of lz4, snappy and zstd;
-lzf is decoded here), and keeps what the advisor needs: the application's settings and task
-slots, every SQL execution's physical plans (``sparkPlanInfo`` of its start and of each adaptive
-update) and the stages of its jobs with every task's time, bytes read and SQL metric updates.
+``zstd`` streams: zstandard, for Spark 4's default, is a dependency of skewagg;
+``pip install 'skewagg[eventlogs]'`` brings lz4 and snappy; lzf is decoded here), and keeps what
+the advisor needs: the application's settings and task slots, every SQL execution's physical
+plans (``sparkPlanInfo`` of its start and of each adaptive update) and the stages of its jobs
+with every task's time, bytes read and SQL metric updates.
 """
 
 from __future__ import annotations

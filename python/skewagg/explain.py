@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from skewagg._bridge import bridge
-from skewagg._jars import installed_spark_version, line_order, spark_line
+from skewagg._jars import line_order, running_spark_version, spark_line
 from skewagg._session import is_connect, require_loaded
 from skewagg._sql import explanation
 
@@ -37,10 +37,10 @@ EXPLAIN_PROVIDERS_SINCE = (4, 0)
 
 
 def has_explain_providers(spark_version: Optional[str] = None) -> bool:
-    """Whether Spark ``spark_version`` (default: the installed pyspark's) has extended explain
+    """Whether Spark ``spark_version`` (default: the running Spark's) has extended explain
     providers: :func:`explain` works on every line, ``df.explain("extended")``'s skewagg section
     on Spark 4.0+."""
-    return line_order(spark_line(spark_version or installed_spark_version())) >= \
+    return line_order(spark_line(spark_version or running_spark_version())) >= \
         EXPLAIN_PROVIDERS_SINCE
 
 

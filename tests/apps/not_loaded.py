@@ -20,12 +20,11 @@ elif how == "extension-without-jar":
 elif how == "jar-of-another-scala":
     # A bundled jar of another Scala binary than this pyspark's (any line: the Scala is checked
     # first, since such a jar cannot load at all).
-    from skewagg._jars import bundled_jars, running_spark_build
+    from skewagg._jars import bundled_jars, running_spark
 
-    running = running_spark_build()
-    assert running is not None
+    running = running_spark()
     other = next(path for (_, scala), path in sorted(bundled_jars().items())
-                 if scala != running[1])
+                 if scala != running.scala)
     spark = (builder.config("spark.jars", str(other))
              .config("spark.sql.extensions", skewagg.EXTENSION_CLASS).getOrCreate())
 else:

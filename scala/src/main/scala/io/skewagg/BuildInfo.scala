@@ -25,6 +25,10 @@ object BuildInfo {
 
   val scalaBinaryVersion: String = props.getProperty("scala.binary", "unknown")
 
+  /** Every Spark line this version of skewagg has a jar for, oldest first (build/spark-lines). */
+  val supportedLines: Seq[String] =
+    props.getProperty("supported.lines", "").split(',').toSeq.filter(_.nonEmpty)
+
   /** A line that names the jar, e.g. `skewagg 0.1.0 for Spark 4.0 (Scala 2.13)`. */
   def describe: String = s"skewagg $version for Spark $sparkLine (Scala $scalaBinaryVersion)"
 
@@ -47,11 +51,19 @@ object BuildInfo {
    * some query, with a linkage error.
    */
   def requireCompatibleSpark(runningSparkVersion: String): Unit = {
-    if (lineOf(runningSparkVersion) != sparkLine) {
+    val running = lineOf(runningSparkVersion)
+    if (running != sparkLine) {
+      val instead =
+        if (supportedLines.contains(running)) {
+          s"Use the skewagg jar built for Spark $running, skewagg-spark${running}_<scala>-" +
+            s"$version.jar (`python -m skewagg jar-path` picks it for the Spark it finds)"
+        } else {
+          s"skewagg $version has no jar for Spark $running: it supports Spark " +
+            s"${supportedLines.mkString(", ")}. Run the application on one of those lines"
+        }
       throw new IllegalStateException(
-        s"$describe cannot run on Spark $runningSparkVersion. Use the skewagg jar built for " +
-          s"Spark ${lineOf(runningSparkVersion)} (`python -m skewagg jar-path` picks it for the " +
-          s"installed pyspark), or remove io.skewagg.SkewAggExtensions from spark.sql.extensions.")
+        s"$describe cannot run on Spark $runningSparkVersion. $instead, or remove " +
+          "io.skewagg.SkewAggExtensions from spark.sql.extensions.")
     }
   }
 }

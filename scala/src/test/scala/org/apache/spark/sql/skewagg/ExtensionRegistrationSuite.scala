@@ -1,5 +1,9 @@
 package org.apache.spark.sql.skewagg
 
+import java.nio.file.Files
+
+import scala.jdk.CollectionConverters._
+
 import io.skewagg.BuildInfo
 import io.skewagg.functions.PlanDriverRows
 
@@ -49,10 +53,27 @@ class ExtensionRegistrationSuite extends SkewAggSuiteBase {
 
   test("a jar built for another Spark line refuses to start, saying which jar to use") {
     BuildInfo.requireCompatibleSpark(BuildInfo.sparkLine + ".99")
-    val e = intercept[IllegalStateException](BuildInfo.requireCompatibleSpark("3.4.4"))
+    val other = BuildInfo.supportedLines.filterNot(_ == BuildInfo.sparkLine).head
+    val e = intercept[IllegalStateException](BuildInfo.requireCompatibleSpark(s"$other.1"))
     assert(e.getMessage.contains(s"for Spark ${BuildInfo.sparkLine}"), e.getMessage)
-    assert(e.getMessage.contains("cannot run on Spark 3.4.4"), e.getMessage)
-    assert(e.getMessage.contains("built for Spark 3.4"), e.getMessage)
+    assert(e.getMessage.contains(s"cannot run on Spark $other.1"), e.getMessage)
+    assert(e.getMessage.contains(s"built for Spark $other, skewagg-spark${other}_"), e.getMessage)
+  }
+
+  test("a Spark line skewagg has no jar for is refused, naming the supported lines") {
+    val rows = Files.readAllLines(GenerateConfigDocs.projectRoot.resolve("build/spark-lines"))
+    val lines = rows.asScala.toSeq.map(_.trim).filterNot(r => r.isEmpty || r.startsWith("#"))
+      .map(_.split("\\s+").head)
+    assert(BuildInfo.supportedLines == lines)
+    for (unsupported <- Seq("3.4.4", "4.4.0")) {
+      val e = intercept[IllegalStateException](BuildInfo.requireCompatibleSpark(unsupported))
+      assert(e.getMessage.contains(s"cannot run on Spark $unsupported"), e.getMessage)
+      assert(
+        e.getMessage.contains(s"has no jar for Spark ${unsupported.take(3)}: it supports " +
+          s"Spark ${lines.mkString(", ")}"),
+        e.getMessage)
+      assert(!e.getMessage.contains("built for Spark " + unsupported.take(3)), e.getMessage)
+    }
   }
 
   test("an invalid value for a skewagg config is rejected when set, naming the key") {
