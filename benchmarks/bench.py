@@ -57,6 +57,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 import skewagg
+from headline import commit_of, wall_ratio
 from skewagg._jars import spark_line
 from skewagg import demo
 from skewagg.demo import result_checksum, same_result
@@ -743,15 +744,6 @@ def written_by(title: str, scenarios: tuple) -> List[str]:
             f"{','.join(scenarios)}`; do not edit by hand. -->", ""]
 
 
-def commit_of(report: dict) -> str:
-    """", at commit abc1234" (" + uncommitted changes" when the tree was not clean), if the
-    report recorded it."""
-    commit = report.get("commit")
-    if not commit:
-        return ""
-    return f", at commit {commit}" + (" + uncommitted changes" if report.get("dirty") else "")
-
-
 def render_holistic(report: dict) -> str:
     return memory_table(report, written_by(
         "Holistic aggregates one key at a time (SingleKeyAggregate)", HOLISTIC) + [
@@ -807,16 +799,6 @@ def run_counts(rows: List[dict]) -> str:
 def baseline(variant: str) -> str:
     """The vanilla variant `variant` is compared with: with adaptive execution as it runs."""
     return "vanilla" + AQE_OFF if variant.endswith(AQE_OFF) else "vanilla"
-
-
-def wall_ratio(r: dict, vanilla: dict) -> str:
-    """Median wall time over vanilla's, then the range of the ratios within each repeat (there
-    the two variants ran less than a minute apart, so each pair shares the machine's state)."""
-    text = f"{r['wall_s'] / vanilla['wall_s']:.2f}"
-    pairs = [a / b for a, b in zip(r.get("wall_s_runs", []), vanilla.get("wall_s_runs", []))]
-    if len(pairs) > 1 and r is not vanilla:
-        text += f" ({min(pairs):.2f}-{max(pairs):.2f})"
-    return text
 
 
 def order_ratios(r: dict, vanilla: dict, variants: List[str]) -> List[str]:
