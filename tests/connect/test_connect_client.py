@@ -7,7 +7,7 @@ import os
 import re
 from contextlib import redirect_stdout
 from io import StringIO
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 import pytest
 from pyspark.sql import SparkSession
@@ -24,12 +24,23 @@ def test_the_session_is_a_connect_client_of_a_server_with_skewagg(spark: SparkSe
     assert skewagg.loaded_version(spark).startswith(f"skewagg {skewagg.__version__}")
 
 
+@pytest.fixture(scope="module")
+def client_answer(spark: SparkSession) -> Callable[[str], Any]:
+    """A case's answer on the client, computed once for the tests that read it."""
+    answers: Dict[str, Any] = {}
+
+    def answer(case: str) -> Any:
+        if case not in answers:
+            with settings(spark, SETTINGS):
+                answers[case] = CASES[case](spark)
+        return answers[case]
+    return answer
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_each_helper_answers_as_in_classic_pyspark(
-        spark: SparkSession, classic_answers: Dict[str, Any], case: str) -> None:
-    with settings(spark, SETTINGS):
-        answer = CASES[case](spark)
-    assert answer == classic_answers[case]
+        client_answer: Callable[[str], Any], classic_answers: Dict[str, Any], case: str) -> None:
+    assert client_answer(case) == classic_answers[case]
 
 
 def test_the_rewrite_is_seen_through_the_client(spark: SparkSession) -> None:
@@ -41,10 +52,10 @@ def test_the_rewrite_is_seen_through_the_client(spark: SparkSession) -> None:
     assert "not decided yet" in before or "rewritten" in before, before
 
 
-def test_a_window_without_partition_by_is_split_through_the_client(spark: SparkSession) -> None:
+def test_a_window_without_partition_by_is_split_through_the_client(
+        client_answer: Callable[[str], Any]) -> None:
     """Run from the client: Spark's rows, and the one task split by order on the server."""
-    with settings(spark, SETTINGS):
-        answer = CASES["window_without_partition_by"](spark)
+    answer = client_answer("window_without_partition_by")
     assert answer[-2:] == [True, True], answer
     assert answer[0] == 30000, answer
 

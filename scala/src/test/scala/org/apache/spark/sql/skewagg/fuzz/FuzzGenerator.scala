@@ -5,6 +5,8 @@ import java.time.LocalDate
 import scala.util.Random
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.skewagg.PlanFrames
 
 /**
  * One random differential case: SQL that creates its tables, the query, and the settings both
@@ -20,14 +22,26 @@ case class FuzzCase(
     shape: String) {
 
   /**
-   * Runs the setup in `spark`. A temporary view is made from its query's DataFrame, which keeps
-   * the analyzed plan: a view made by SQL keeps only its text, which Spark parses and resolves
-   * again at every reference (its VALUES rows too), and that was most of a case's planning time.
+   * Runs the setup in `spark`; returns its views' queries as parsed, which a second session given
+   * them as `parsed` analyzes instead of parsing the text again (a case runs in two sessions
+   * under the same settings; its VALUES rows are most of its parsing, docs/testing.md). A
+   * temporary view is made from its query's DataFrame, which keeps the analyzed plan: a view made
+   * by SQL keeps only its text, which Spark parses and resolves again at every reference.
    */
-  def setUp(spark: SparkSession): Unit = setup.foreach {
-    case FuzzCase.TempView(name, query) => spark.sql(query).createOrReplaceTempView(name)
-    case sql => spark.sql(sql)
-  }
+  def setUp(
+      spark: SparkSession,
+      parsed: Map[String, LogicalPlan] = Map.empty): Map[String, LogicalPlan] =
+    setup.flatMap {
+      case FuzzCase.TempView(name, query) =>
+        // A copy: analysis marks the nodes of a plan it keeps as analyzed.
+        val df = parsed.get(query).map(p => PlanFrames.of(spark, p.clone()))
+          .getOrElse(spark.sql(query))
+        df.createOrReplaceTempView(name)
+        Some(query -> df.queryExecution.logical.clone())
+      case sql =>
+        spark.sql(sql)
+        None
+    }.toMap
 
   /** A self-contained reproduction: paste into spark-sql (or spark.sql) with skewagg loaded. */
   def repro: String = {

@@ -4,6 +4,7 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.SparkThrowable
 import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
 import org.apache.spark.sql.skewagg.{
@@ -65,13 +66,14 @@ object FuzzRunner {
       c: FuzzCase,
       vanilla: SparkSession = SharedSkewAggSession.vanilla): FuzzOutcome = {
     val fallbacksBefore = PlanningFallback.count
-    val (on, off) = withCase(spark, c) {
+    val ((on, off), parsed) = withCase(spark, c) {
       val on = attempt(spark, c.query, Some(true), execute = true)
       (on, attempt(spark, c.query, Some(false), execute = true))
     }
     val rewrites = on.plan.map(rewritesIn).getOrElse(Set.empty)
     val executeVanilla = rewrites.isEmpty || c.index % ExecuteEvery == 0
-    val expected = withCase(vanilla, c)(attempt(vanilla, c.query, None, executeVanilla))
+    val (expected, _) =
+      withCase(vanilla, c, parsed)(attempt(vanilla, c.query, None, executeVanilla))
     val failure = ((off.result, on.result) match {
       case (Right(expected), Right(actual)) => RowComparison.difference(expected, actual)
       case (Left(e1), Left(e2)) if e1 == e2 => None
@@ -118,14 +120,20 @@ object FuzzRunner {
     }
   }
 
-  /** `body` with the case's settings and tables in `spark`; restored and dropped afterwards. */
-  private def withCase[T](spark: SparkSession, c: FuzzCase)(body: => T): T = {
+  /**
+   * `body` with the case's settings and tables in `spark` (its views from `parsed`, as another
+   * session parsed them); restored and dropped afterwards. Returns the views as parsed too.
+   */
+  private def withCase[T](
+      spark: SparkSession,
+      c: FuzzCase,
+      parsed: Map[String, LogicalPlan] = Map.empty)(body: => T): (T, Map[String, LogicalPlan]) = {
     val conf = spark.conf
     ConfScopes.restoring(conf, c.conf.map(_._1) :+ SkewAggConf.ENABLED.key) {
       try {
         c.conf.foreach { case (k, v) => conf.set(k, v) }
-        c.setUp(spark)
-        body
+        val views = c.setUp(spark, parsed)
+        (body, views)
       } finally {
         c.cleanup.foreach(s =>
           try spark.sql(s)
