@@ -37,7 +37,7 @@ case class FuzzCase(
         val df = parsed.get(query).map(p => PlanFrames.of(spark, p.clone()))
           .getOrElse(spark.sql(query))
         df.createOrReplaceTempView(name)
-        Some(query -> df.queryExecution.logical.clone())
+        Some(query -> df.queryExecution.logical)
       case sql =>
         spark.sql(sql)
         None
