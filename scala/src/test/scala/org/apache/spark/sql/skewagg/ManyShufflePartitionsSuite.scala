@@ -57,16 +57,17 @@ class ManyShufflePartitionsSuite extends SkewAggSuiteBase with SpreadOverBuilds 
 
   /**
    * With the factor: `split` holds, rows equal off/on (adaptive off and on). Without it: it does
-   * not, and the explanation says the sizes were averaged.
+   * not, and the explanation says the sizes were averaged. Returns the runs with the factor.
    */
   private def assertSeenOnlyWithFactor(
       query: SparkSession => DataFrame,
       split: SparkPlan => Boolean,
-      extra: (String, String)*): Unit = {
-    withFactor(Some("5.0")) {
+      extra: (String, String)*): Differential = {
+    val withIt = withFactor(Some("5.0")) {
       val d = differential(query, manyPartitions ++ extra: _*)
       val plan = d.plan(on = true, adaptive = true)
       assert(split(plan), SkewAggExplain.explain(plan))
+      d
     }
     withFactor(None) {
       val plan = adaptiveRun(query, extra: _*)
@@ -76,6 +77,7 @@ class ManyShufflePartitionsSuite extends SkewAggSuiteBase with SpreadOverBuilds 
       assert(explained.contains(s"this shuffle has ${"%,d".format(Partitions)}"), explained)
       assert(explained.contains(s"Set ${AveragedBlockSizes.FactorKey}=5.0"), explained)
     }
+    withIt
   }
 
   test("the join split sees the hot key only with accurate block sizes") {
@@ -101,21 +103,24 @@ class ManyShufflePartitionsSuite extends SkewAggSuiteBase with SpreadOverBuilds 
     val extra = Seq(
       SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key -> "100",
       SkewAggConf.WINDOW_SPLIT_SAMPLE_SIZE.key -> "2000")
-    assertSeenOnlyWithFactor(query, windowSplit, extra: _*)
+    val withFactorRuns = assertSeenOnlyWithFactor(query, windowSplit, extra: _*)
     // Without adaptive execution the window decides when its shuffle has run: split with the
-    // factor, and without it its run says the sizes were averaged.
-    def nonAdaptive(): HotKeySplitWindowExec = withSQLConf(manyPartitions ++ extra ++ Seq(
-      SkewAggConf.ENABLED.key -> "true",
-      SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false"): _*) {
-      val df = query(spark)
-      df.collect()
-      val found = nodes[HotKeySplitWindowExec](executedPlan(df))
-      assert(found.size == 1, executedPlan(df))
+    // factor (the differential's run), and without it its run says the sizes were averaged.
+    def onlyWindow(plan: SparkPlan): HotKeySplitWindowExec = {
+      val found = nodes[HotKeySplitWindowExec](plan)
+      assert(found.size == 1, plan)
       found.head
     }
-    withFactor(Some("5.0"))(assert(nonAdaptive().metrics("hotKeys").value == 1))
+    val split = onlyWindow(withFactorRuns.plan(on = true, adaptive = false))
+    assert(split.metrics("hotKeys").value == 1, split.decision)
     withFactor(None) {
-      val run = nonAdaptive()
+      val run = onlyWindow(withSQLConf(manyPartitions ++ extra ++ Seq(
+        SkewAggConf.ENABLED.key -> "true",
+        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false"): _*) {
+        val df = query(spark)
+        df.collect()
+        executedPlan(df)
+      })
       assert(run.metrics("hotKeys").value == 0)
       assert(run.decision.contains("skew unseen: Spark recorded"), run.decision)
     }

@@ -185,19 +185,35 @@ object RowComparison {
   }
 
   /**
-   * The same rows, as many times each, equal as values (`==`: -0.0 equals 0.0; NaN equals
-   * nothing, so rows with NaN take the sorted comparison). Equal rows compare equal there too, so
-   * this only saves the sort (most of the comparison's time on results of many rows).
+   * The same rows, as many times each, equal as values (`==`: -0.0 equals 0.0), NaN equal to NaN
+   * as [[close]] has it. Equal rows compare equal there too, so this only saves the sort (most of
+   * the comparison's time on results of many rows).
    */
   private def sameRows(expected: Seq[Row], actual: Seq[Row]): Boolean = {
     val counts = new java.util.HashMap[Seq[Any], Integer]()
-    expected.foreach(r => counts.merge(normalize(r), 1, (a: Integer, b: Integer) => a + b))
+    expected.foreach(r => counts.merge(hashable(r), 1, (a: Integer, b: Integer) => a + b))
     actual.forall { r =>
-      val values = normalize(r)
+      val values = hashable(r)
       val left = counts.getOrDefault(values, 0) - 1
       if (left > 0) counts.put(values, left) else counts.remove(values)
       left >= 0
     }
+  }
+
+  /** Stands for NaN in [[hashable]]: equal to itself, which a NaN is not. */
+  private case object NaNValue
+
+  /**
+   * The normalized values of `row` with each NaN as [[NaNValue]]: as map keys, rows holding NaN
+   * are then equal to themselves (else each is a key of its own, all of one hash).
+   */
+  private def hashable(row: Row): Seq[Any] = {
+    def value(v: Any): Any = v match {
+      case d: Double if d.isNaN => NaNValue
+      case s: scala.collection.Seq[_] => s.map(value)
+      case other => other
+    }
+    normalize(row).map(value)
   }
 
   /**
