@@ -37,11 +37,14 @@ class ManyShufflePartitionsSuite extends SkewAggSuiteBase with SpreadOverBuilds 
   private def withFactor[T](factor: Option[String])(body: => T): T =
     ConfScopes.withSparkConf(sparkConf, AveragedBlockSizes.FactorKey -> factor)(body)
 
-  /** The executed plan of `query` with skewagg and adaptive execution on, after it ran. */
-  private def adaptiveRun(query: SparkSession => DataFrame, extra: (String, String)*): SparkPlan =
+  /** The executed plan of `query` with skewagg on, adaptive execution `adaptive`, once it ran. */
+  private def skewaggRun(
+      query: SparkSession => DataFrame,
+      extra: Seq[(String, String)],
+      adaptive: Boolean = true): SparkPlan =
     withSQLConf(manyPartitions ++ extra ++ Seq(
       SkewAggConf.ENABLED.key -> "true",
-      SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"): _*) {
+      SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> adaptive.toString): _*) {
       val df = query(spark)
       df.collect()
       executedPlan(df)
@@ -70,7 +73,7 @@ class ManyShufflePartitionsSuite extends SkewAggSuiteBase with SpreadOverBuilds 
       d
     }
     withFactor(None) {
-      val plan = adaptiveRun(query, extra: _*)
+      val plan = skewaggRun(query, extra)
       val explained = SkewAggExplain.explain(plan)
       assert(!split(plan), explained)
       assert(explained.contains("skew unseen: in "), explained)
@@ -114,13 +117,7 @@ class ManyShufflePartitionsSuite extends SkewAggSuiteBase with SpreadOverBuilds 
     val split = onlyWindow(withFactorRuns.plan(on = true, adaptive = false))
     assert(split.metrics("hotKeys").value == 1, split.decision)
     withFactor(None) {
-      val run = onlyWindow(withSQLConf(manyPartitions ++ extra ++ Seq(
-        SkewAggConf.ENABLED.key -> "true",
-        SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "false"): _*) {
-        val df = query(spark)
-        df.collect()
-        executedPlan(df)
-      })
+      val run = onlyWindow(skewaggRun(query, extra, adaptive = false))
       assert(run.metrics("hotKeys").value == 0)
       assert(run.decision.contains("skew unseen: Spark recorded"), run.decision)
     }

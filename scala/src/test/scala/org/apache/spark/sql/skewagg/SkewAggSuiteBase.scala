@@ -185,35 +185,19 @@ object RowComparison {
   }
 
   /**
-   * The same rows, as many times each, equal as values (`==`: -0.0 equals 0.0), NaN equal to NaN
-   * as [[close]] has it. Equal rows compare equal there too, so this only saves the sort (most of
-   * the comparison's time on results of many rows).
+   * The same rows, as many times each, equal as normalized values (`==`: -0.0 equals 0.0, NaN
+   * equals NaN). Equal rows compare equal there too, so this only saves the sort (most of the
+   * comparison's time on results of many rows).
    */
   private def sameRows(expected: Seq[Row], actual: Seq[Row]): Boolean = {
     val counts = new java.util.HashMap[Seq[Any], Integer]()
-    expected.foreach(r => counts.merge(hashable(r), 1, (a: Integer, b: Integer) => a + b))
+    expected.foreach(r => counts.merge(normalize(r), 1, (a: Integer, b: Integer) => a + b))
     actual.forall { r =>
-      val values = hashable(r)
+      val values = normalize(r)
       val left = counts.getOrDefault(values, 0) - 1
       if (left > 0) counts.put(values, left) else counts.remove(values)
       left >= 0
     }
-  }
-
-  /** Stands for NaN in [[hashable]]: equal to itself, which a NaN is not. */
-  private case object NaNValue
-
-  /**
-   * The normalized values of `row` with each NaN as [[NaNValue]]: as map keys, rows holding NaN
-   * are then equal to themselves (else each is a key of its own, all of one hash).
-   */
-  private def hashable(row: Row): Seq[Any] = {
-    def value(v: Any): Any = v match {
-      case d: Double if d.isNaN => NaNValue
-      case s: scala.collection.Seq[_] => s.map(value)
-      case other => other
-    }
-    normalize(row).map(value)
   }
 
   /**
@@ -226,16 +210,27 @@ object RowComparison {
     }
       .sortBy(_._1).map(_._2)
 
+  /**
+   * A NaN of a normalized row: equal to itself, which a NaN is not (as a map key each row holding
+   * NaN would be a key of its own, all of one hash). Printed and sorted as NaN.
+   */
+  private case object NaNValue {
+    override def toString: String = "NaN"
+  }
+
   private def normalize(row: Row): Seq[Any] = row.toSeq.map {
     case r: Row => normalize(r)
-    case s: scala.collection.Seq[_] => s.map { case r: Row => normalize(r); case v => v }
+    case s: scala.collection.Seq[_] => s.map {
+        case r: Row => normalize(r); case d: Double if d.isNaN => NaNValue; case v => v
+      }
     case a: Array[Byte] => a.toSeq
-    case f: Float => f.toDouble
+    case d: Double if d.isNaN => NaNValue
+    case f: Float => if (f.isNaN) NaNValue else f.toDouble
     case v => v
   }
 
   private def sortKey(values: Seq[Any]): String = values.map {
-    case d: Double if d.isNaN || d.isInfinite => d.toString
+    case d: Double if d.isInfinite => d.toString
     // 7 significant digits, as %.6e prints (without a Formatter's per-call locale lookups).
     case d: Double => new java.math.BigDecimal(d).round(SortKeyDigits).toString
     case null => "\u0000null"
@@ -244,7 +239,7 @@ object RowComparison {
 
   private def close(x: Any, y: Any): Boolean = (x, y) match {
     case (a: Double, b: Double) =>
-      (a.isNaN && b.isNaN) || a == b ||
+      a == b ||
       math.abs(a - b) <= RelativeTolerance * math.max(math.abs(a), math.abs(b))
     // Arrays come back as mutable ArraySeqs: scala.collection.Seq, not the default immutable Seq.
     case (a: scala.collection.Seq[_], b: scala.collection.Seq[_]) =>
