@@ -97,7 +97,7 @@ test-python: setup ## every Python test on SPARK_LINE (pytest + chispa); PYTEST_
 test-line: setup ## SPARK_LINE's part of make test: its share of the Scala tests and fuzz cases, the packaging tests
 	@echo "== Spark $(SPARK_LINE): started $$(date -u +%H:%M:%S) UTC"
 	SKEWAGG_TEST_SLICE=spread build/sbt $(SBT_PROJECT)/test
-	$(WITH_JDK17) $(PY) -m pytest tests -m "packaging and not slow and not cluster"
+	$(WITH_JDK17) SKEWAGG_TEST_SLICE=spread $(PY) -m pytest tests -m "packaging and not slow and not cluster"
 
 demo: setup ## the main job: a skewed aggregation run with skewagg off and on
 	$(WITH_JDK17) $(PY) -m skewagg demo

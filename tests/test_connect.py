@@ -20,6 +20,7 @@ from subprocesses import TESTS, child_env, run
 pytestmark = [
     pytest.mark.packaging,
     pytest.mark.connect,
+    pytest.mark.spread,
     pytest.mark.skipif(SPARK_LINE < (4, 0), reason="the Connect tests run on the Spark 4 lines"),
     pytest.mark.skipif(importlib.util.find_spec("grpc") is None,
                        reason="the Spark Connect client's packages (requirements-connect.txt)"),

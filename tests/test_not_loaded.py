@@ -7,7 +7,7 @@ import pytest
 
 from subprocesses import APPS, Started, report
 
-pytestmark = pytest.mark.packaging
+pytestmark = [pytest.mark.packaging, pytest.mark.spread]
 
 
 WAYS = {

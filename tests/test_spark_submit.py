@@ -15,7 +15,7 @@ import skewagg
 from plans import USER_REPARTITION, Plan
 from subprocesses import Started, child_env, report, spark_submit, spark_submit_args
 
-pytestmark = pytest.mark.packaging
+pytestmark = [pytest.mark.packaging, pytest.mark.spread]
 
 EXPECTED_TOTAL = sum(range(20000))
 
