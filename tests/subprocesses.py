@@ -17,8 +17,11 @@ BIN = Path(sys.executable).parent
 
 # The JVMs of child processes (apps, spark-submit, Connect servers, local-cluster executors) live
 # for seconds, where C1's quick compiles beat C2's: the 4.1 packaging tests ran in 121 s against
-# 158 s (docs/testing.md). The test session's own long-lived JVM keeps both tiers.
-CHILD_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+# 158 s (docs/testing.md). Nor do they verify the bytecode of the jars they load (Spark's and
+# skewagg's, which the test session's JVM and every Scala suite's load verified; docs/testing.md).
+# The test session's own long-lived JVM keeps both tiers and verifies.
+CHILD_JVM_OPTIONS = (
+    "-XX:TieredStopAtLevel=1 -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote")
 
 
 def child_env(**extra: str) -> Dict[str, str]:

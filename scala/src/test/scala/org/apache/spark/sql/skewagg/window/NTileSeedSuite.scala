@@ -10,21 +10,25 @@ import org.scalatest.funsuite.AnyFunSuite
 class NTileSeedSuite extends AnyFunSuite {
 
   test("the buffer after every prefix of every partition size, for 1 to 25 buckets") {
-    for (buckets <- 1 to 25; total <- 0 to 130) {
+    for (buckets <- 1 to 25) {
       val ntile = NTile(Literal(buckets))
       val attributes = ntile.aggBufferAttributes
       val n = SizeBasedWindowFunction.n
       val buffer = new SpecificInternalRow(attributes.map(_.dataType))
-      val size = InternalRow(total)
-      MutableProjection.create(ntile.initialValues, Seq(n)).target(buffer)(size)
+      // One projection of each kind per bucket count: the partition size is their input.
+      val initial = MutableProjection.create(ntile.initialValues, Seq(n)).target(buffer)
       val update =
         MutableProjection.create(ntile.updateExpressions, attributes :+ n).target(buffer)
-      for (rows <- 0 to total) {
-        val spark = attributes.indices.map(buffer.getInt)
-        assert(
-          NTileSeed.after(rows, total, buckets) == spark,
-          s"ntile($buckets) of $total rows after $rows")
-        update(new JoinedRow(buffer, size))
+      for (total <- 0 to 130) {
+        val size = InternalRow(total)
+        initial(size)
+        for (rows <- 0 to total) {
+          val spark = attributes.indices.map(buffer.getInt)
+          assert(
+            NTileSeed.after(rows, total, buckets) == spark,
+            s"ntile($buckets) of $total rows after $rows")
+          update(new JoinedRow(buffer, size))
+        }
       }
     }
   }
