@@ -102,7 +102,7 @@ def session_settings(spark: SparkSession, settings: Dict[str, str]) -> Iterator[
 
 def row_order(value: object) -> Tuple[object, ...]:
     """A sort key for collected values of one column: nulls first, NaN after every number, arrays,
-    structs and maps by their elements (what chispa's row-order-free comparison sorts by)."""
+    structs and maps by their elements."""
     if value is None:
         return (0,)
     if isinstance(value, float) and math.isnan(value):
