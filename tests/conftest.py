@@ -52,10 +52,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
     where = spread_lines({item.path.name for item in items if item.get_closest_marker("spread")},
                          between)
     config.stash[SPREAD_KEY] = where
-    elsewhere = [item for item in items if where.get(item.path.name, line) != line]
+    here: List[pytest.Item] = []
+    elsewhere: List[pytest.Item] = []
+    for item in items:
+        (here if where.get(item.path.name, line) == line else elsewhere).append(item)
     if elsewhere:
         config.hook.pytest_deselected(items=elsewhere)
-        items[:] = [item for item in items if where.get(item.path.name, line) == line]
+        items[:] = here
 
 
 def pytest_report_collectionfinish(config: pytest.Config) -> List[str]:
