@@ -12,9 +12,11 @@ import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 /**
  * The SQL functions through which any client (Spark Connect, SQL, JDBC) gets what the Python
  * helpers show: `skewagg_explain(TABLE(q) [, run])`, `skewagg_task_times(tag)`,
- * `skewagg_skew_test(sizes)` and `skewagg_task_slots([tasks])` (docs/connect.md).
+ * `skewagg_skew_test(sizes)` and `skewagg_task_slots([tasks])` (docs/connect.md). Their code is the
+ * same on every line: every build calls each function (its [[EveryBuild]] tests), and the longer
+ * runs of the explanation and the task times go to one build each ([[SpreadOverBuilds]]).
  */
-class SqlFunctionsSuite extends SkewAggSuiteBase {
+class SqlFunctionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
   private val skewedJoin = "SELECT attr, sum(v) AS s FROM skew_fact JOIN skew_dim USING (k) " +
     "GROUP BY attr"
 
@@ -67,7 +69,7 @@ class SqlFunctionsSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("skewagg_explain answers with skewagg off, and says so") {
+  test("skewagg_explain answers with skewagg off, and says so", EveryBuild) {
     withTables(spark) {
       withSQLConf(SkewAggConf.ENABLED.key -> "false") {
         val text = explained(spark, s"TABLE($skewedJoin), true")
@@ -108,7 +110,7 @@ class SqlFunctionsSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("skewagg_skew_test and skewagg_task_slots decide as the rules do") {
+  test("skewagg_skew_test and skewagg_task_slots decide as the rules do", EveryBuild) {
     withSQLConf(SkewAggConf.SKEW_TASK_SLOTS.key -> "64") {
       val sizes = Array.fill(31)(1000L) :+ (64L << 20)
       val row = spark.sql(
@@ -124,7 +126,7 @@ class SqlFunctionsSuite extends SkewAggSuiteBase {
     }
   }
 
-  test("bad arguments are clear errors naming the function and the fix") {
+  test("bad arguments are clear errors naming the function and the fix", EveryBuild) {
     def error(query: String): String =
       intercept[Exception](spark.sql(query).collect()).getMessage
     assert(error("SELECT * FROM skewagg_explain(1)")
