@@ -757,27 +757,40 @@ class LocalAggregateBeforeJoinSuite extends SkewAggSuiteBase with SpreadOverBuil
     }
   }
 
+  /** An aggregate over a join with `hint`, as SQL. */
+  private def hintedAggregate(hint: String): String = {
+    fact(spark, skewed = true).createOrReplaceTempView("fact_p")
+    dim(spark).createOrReplaceTempView("dim_p")
+    s"SELECT /*+ $hint */ f.k, sum(f.v) AS s, count(*) AS n " +
+      "FROM fact_p f JOIN dim_p d ON f.k = d.k GROUP BY f.k"
+  }
+
+  /** Queries over [[hintedAggregate]] that the optimizer rewrites around it. */
+  private def optimizedShapes(hint: String): Seq[String] = {
+    val aggregate = hintedAggregate(hint)
+    Seq(
+      s"SELECT k, s FROM ($aggregate)", // an output pruned
+      s"SELECT k, s * 2 AS s2, n + 1 AS n1 FROM ($aggregate)", // a projection merged
+      s"SELECT k, s FROM ($aggregate) WHERE n > 2 AND k > 1", // filters pushed
+      aggregate + " HAVING count(*) > 2 ORDER BY s")
+  }
+
+  // Each line's optimizer: on every build. What the rule then does with the hint it reads is the
+  // same code on every line (the next test).
   test(
     "hints stay on through the optimizer: outputs pruned, projections merged, HAVING",
     EveryBuild) {
-    fact(spark, skewed = true).createOrReplaceTempView("fact_p")
-    dim(spark).createOrReplaceTempView("dim_p")
-    def aggregate(hint: String) = s"SELECT /*+ $hint */ f.k, sum(f.v) AS s, count(*) AS n " +
-      "FROM fact_p f JOIN dim_p d ON f.k = d.k GROUP BY f.k"
-    def queries(hint: String) = Seq(
-      s"SELECT k, s FROM (${aggregate(hint)})", // an output pruned
-      s"SELECT k, s * 2 AS s2, n + 1 AS n1 FROM (${aggregate(hint)})", // a projection merged
-      s"SELECT k, s FROM (${aggregate(hint)}) WHERE n > 2 AND k > 1", // filters pushed
-      aggregate(hint) + " HAVING count(*) > 2 ORDER BY s")
-    for (hint <- Seq("SKEW_AGG", "NO_SKEW_AGG"); sql <- queries(hint)) {
+    for (hint <- Seq("SKEW_AGG", "NO_SKEW_AGG"); sql <- optimizedShapes(hint)) {
       val optimized = spark.sql(sql).queryExecution.optimizedPlan
       val hints = optimized.collect { case a: Aggregate => SkewAggHints.of(a).map(_.name) }
       assert(hints == Seq(Some(hint)), s"$sql\n$optimized")
     }
-    // Unhinted, the aggregate is rewritten; NO_SKEW_AGG leaves it alone whatever the optimizer
-    // made of it.
-    assertLocal(run(s => s.sql(aggregate("no_hint"))))
-    queries("NO_SKEW_AGG").foreach(sql => assertNotLocal(run(s => s.sql(sql))))
+  }
+
+  test("NO_SKEW_AGG leaves the aggregate alone whatever the optimizer made of it") {
+    // Unhinted, the aggregate is rewritten.
+    assertLocal(run(s => s.sql(hintedAggregate("no_hint"))))
+    optimizedShapes("NO_SKEW_AGG").foreach(sql => assertNotLocal(run(s => s.sql(sql))))
   }
 
   test("a DataFrame's hint is on that DataFrame, not on the one it was built on", EveryBuild) {
