@@ -8,7 +8,7 @@ import os
 from contextlib import contextmanager
 
 from decimal import Decimal
-from typing import Callable, Dict, Iterable, Iterator, List, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Tuple
 
 import pytest
 from chispa.row_comparer import are_rows_approx_equal
@@ -21,6 +21,7 @@ from pyspark.sql.types import StructType
 
 import skewagg
 from plans import Plan
+from subprocesses import child_env, report, spark_home, spark_submit, submit_args
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # plots render headless
 
@@ -85,6 +86,19 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
+    """tests/apps/local_cluster.py on local-cluster[2,1,1024] (two executor JVMs), run once for
+    every test that reads it: each part's report (``executors``, ``percentiles``, ``windows``),
+    and the ``spark_home`` its workers wrote their work/ directories in."""
+    home = spark_home(tmp_path_factory.mktemp("cluster"))
+    result = report(spark_submit(
+        "local_cluster.py", *submit_args("local-cluster[2,1,1024]"),
+        "--conf", "spark.executor.memory=1g", env=child_env(SPARK_HOME=str(home)),
+    ))
+    return {**result, "spark_home": home}
 
 
 @contextmanager

@@ -10,6 +10,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+import pyspark
+
+import skewagg
+
 TESTS = Path(__file__).resolve().parent
 APPS = TESTS / "apps"
 BIN = Path(sys.executable).parent
@@ -94,3 +98,27 @@ def spark_submit(app: str, *spark_args: str, env: Optional[Dict[str, str]] = Non
                  app_args: Optional[List[str]] = None, timeout: int = 300
                  ) -> subprocess.CompletedProcess:
     return run(spark_submit_args(app, *spark_args, app_args=app_args), env=env, timeout=timeout)
+
+
+def spark_home(tmp_path: Path) -> Path:
+    """A directory laid out like a Spark distribution, pointing into the pip-installed pyspark;
+    workers write their work/ directories here, not into site-packages."""
+    home = tmp_path / "spark-home"
+    home.mkdir()
+    pyspark_dir = Path(pyspark.__file__).resolve().parent
+    for name in ("bin", "jars", "python", "sbin"):
+        if (pyspark_dir / name).exists():
+            os.symlink(pyspark_dir / name, home / name)
+    return home
+
+
+def submit_args(master: str, block_skew_factor: bool = True) -> list:
+    """The README's spark-submit flags (the cost model aside) on ``master``."""
+    factor = ["--conf", f"{skewagg.BLOCK_SKEW_FACTOR_KEY}=5.0"] if block_skew_factor else []
+    return [
+        "--master", master,
+        "--jars", skewagg.jar_path(),
+        "--conf", f"spark.sql.extensions={skewagg.EXTENSION_CLASS}",
+        *factor,
+        "--conf", "spark.ui.enabled=false",
+    ]

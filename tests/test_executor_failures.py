@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from plans import SINGLE_KEY_AGGREGATES, USER_REPARTITION, Plan
-from subprocesses import child_env, report, spark_submit
-from test_spark_submit import _spark_home, _submit_args
+from subprocesses import child_env, report, spark_home, spark_submit, submit_args
 
 pytestmark = pytest.mark.cluster
 
@@ -39,11 +38,14 @@ def test_killed_executor_in_local_and_final_stage_gives_the_same_rows(
         query: str, tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.mkdir()
-    env = child_env(SPARK_HOME=str(_spark_home(tmp_path)))
+    env = child_env(SPARK_HOME=str(spark_home(tmp_path)))
     result = report(spark_submit(
-        "executor_kill.py", *_submit_args("local-cluster[2,1,1024]"),
+        "executor_kill.py", *submit_args("local-cluster[2,1,1024]"),
         "--conf", "spark.executor.memory=1g",
         "--conf", "spark.shuffle.service.enabled=false",
+        # A fetch from the killed executor is retried 3 times before the fetch failure that runs
+        # the map stage again: 100 ms apart here instead of Spark's 5 s, the same retries sooner.
+        "--conf", "spark.shuffle.io.retryWait=100ms",
         env=env, timeout=600,
         app_args=[query, str(tokens), ",".join(str(a).lower() for a in ADAPTIVE[query])],
     ))

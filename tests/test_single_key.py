@@ -3,14 +3,14 @@ and on, in the test session and on a local-cluster of separate executor JVMs."""
 
 from __future__ import annotations
 
+from typing import Any, Dict
+
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from conftest import SPARK_LINE, differential
-from subprocesses import child_env, report, spark_submit
 from plans import SINGLE_KEY_AGGREGATES, Plan
-from test_spark_submit import _spark_home, _submit_args
 
 
 def _skewed(spark: SparkSession) -> DataFrame:
@@ -36,15 +36,11 @@ def test_percentile_median_and_mode_one_key_at_a_time(spark: SparkSession) -> No
 
 
 @pytest.fixture(scope="module")
-def cluster_percentiles(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """tests/apps/single_key_percentile.py on local-cluster[2,1,1024] (one cluster for both
-    settings: most of its time is starting the JVMs); fails unless every variant (skewagg off/on x
-    adaptive off/on) of each settings returns Spark's rows."""
-    env = child_env(SPARK_HOME=str(_spark_home(tmp_path_factory.mktemp("cluster"))))
-    result = report(spark_submit(
-        "single_key_percentile.py", *_submit_args("local-cluster[2,1,1024]"),
-        "--conf", "spark.executor.memory=1g", env=env,
-    ))
+def cluster_percentiles(local_cluster: Dict[str, Any]) -> Dict[str, Any]:
+    """tests/apps/single_key_percentile.py's part of the local-cluster run, for both settings;
+    fails unless every variant (skewagg off/on x adaptive off/on) of each settings returns
+    Spark's rows."""
+    result: Dict[str, Any] = local_cluster["percentiles"]
     for settings in ("default", "split"):
         rows = result[settings]["rows"]
         expected = rows["skewagg=False,adaptive=False"]
@@ -55,14 +51,15 @@ def cluster_percentiles(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 @pytest.mark.cluster
-def test_local_cluster_percentiles_match_spark(cluster_percentiles: dict) -> None:
+def test_local_cluster_percentiles_match_spark(cluster_percentiles: Dict[str, Any]) -> None:
     for name, reported in cluster_percentiles["default"]["plans"].items():
         plan = Plan(**reported)
         assert plan.has(*SINGLE_KEY_AGGREGATES) == name.startswith("skewagg=True"), (name, plan)
 
 
 @pytest.mark.cluster
-def test_local_cluster_split_hot_key_percentiles_match_spark(cluster_percentiles: dict) -> None:
+def test_local_cluster_split_hot_key_percentiles_match_spark(
+        cluster_percentiles: Dict[str, Any]) -> None:
     """The same app with hot keys split by value (key 0 holds 30% of 30000 rows): spread over
     tasks on two executor JVMs, still Spark's rows. Planned for 64 task slots: on the cluster's
     2, key 0 is shorter than an even share of the work and is not split."""

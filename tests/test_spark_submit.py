@@ -2,34 +2,21 @@
 --jars plus spark.sql.extensions, locally and on a cluster of separate executor JVMs
 (local-cluster)."""
 
-import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Any, Dict, List
 
 import pytest
-import pyspark
 
 import skewagg
 from plans import USER_REPARTITION, Plan
-from subprocesses import Started, child_env, report, spark_submit, spark_submit_args
+from subprocesses import (
+    Started, child_env, report, spark_home, spark_submit, spark_submit_args, submit_args)
 
 pytestmark = [pytest.mark.packaging, pytest.mark.spread]
 
 EXPECTED_TOTAL = sum(range(20000))
-
-
-def _submit_args(master: str, block_skew_factor: bool = True) -> list:
-    """The README's spark-submit flags (the cost model aside) on ``master``."""
-    factor = ["--conf", f"{skewagg.BLOCK_SKEW_FACTOR_KEY}=5.0"] if block_skew_factor else []
-    return [
-        "--master", master,
-        "--jars", skewagg.jar_path(),
-        "--conf", f"spark.sql.extensions={skewagg.EXTENSION_CLASS}",
-        *factor,
-        "--conf", "spark.ui.enabled=false",
-    ]
 
 
 def _substituted_submit() -> List[str]:
@@ -49,7 +36,7 @@ def local_apps() -> Dict[str, Started]:
         "without": Started(spark_submit_args("report_active.py", "--master", "local[1]")),
         # More than 2000 shuffle partitions and no block skew factor: sizes averaged.
         "averaged": Started(spark_submit_args(
-            "report_active.py", *_submit_args("local[2]", block_skew_factor=False),
+            "report_active.py", *submit_args("local[2]", block_skew_factor=False),
             "--conf", "spark.sql.shuffle.partitions=2001")),
     }
 
@@ -82,26 +69,9 @@ def test_the_session_warns_once_where_shuffles_would_hide_a_hot_key(
     assert warning not in local_apps["with"].result().stderr
 
 
-def _spark_home(tmp_path: Path) -> Path:
-    """A directory laid out like a Spark distribution, pointing into the pip-installed pyspark;
-    workers write their work/ directories here, not into site-packages."""
-    home = tmp_path / "spark-home"
-    home.mkdir()
-    pyspark_dir = Path(pyspark.__file__).resolve().parent
-    for name in ("bin", "jars", "python", "sbin"):
-        if (pyspark_dir / name).exists():
-            os.symlink(pyspark_dir / name, home / name)
-    return home
-
-
 @pytest.mark.cluster
-def test_local_cluster_executors_load_the_jar(tmp_path: Path) -> None:
-    home = _spark_home(tmp_path)
-    env = child_env(SPARK_HOME=str(home))
-    result = report(spark_submit(
-        "report_active.py", *_submit_args("local-cluster[2,1,1024]"),
-        "--conf", "spark.executor.memory=1g", env=env,
-    ))
+def test_local_cluster_executors_load_the_jar(local_cluster: Dict[str, Any]) -> None:
+    result = local_cluster["executors"]
     assert result["loaded"] and result["active"]
     # Both executor JVMs (ids "0" and "1", not the driver) ran code from the skewagg jar.
     executors = result["executors"]
@@ -110,7 +80,7 @@ def test_local_cluster_executors_load_the_jar(tmp_path: Path) -> None:
     assert result["total"] == EXPECTED_TOTAL
     plan = Plan(**result["plan"])
     assert plan.partial_below_exchange(USER_REPARTITION), plan
-    assert (home / "work").is_dir()
+    assert (local_cluster["spark_home"] / "work").is_dir()
 
 
 @pytest.mark.cluster
@@ -119,7 +89,7 @@ def test_dynamic_allocation_plans_for_the_executors_a_stage_can_get(tmp_path: Pa
     (shuffle tracking, at most 8 one-core executors): the skewed join below the aggregate is
     split, planned for 8 task slots (the most a stage of 32 tasks can get) while at most two
     executors run, and all four variants give Spark's rows (docs/production.md)."""
-    env = child_env(SPARK_HOME=str(_spark_home(tmp_path)))
+    env = child_env(SPARK_HOME=str(spark_home(tmp_path)))
     settings = {
         "spark.dynamicAllocation.enabled": "true",
         "spark.dynamicAllocation.shuffleTracking.enabled": "true",
@@ -141,7 +111,7 @@ def test_dynamic_allocation_plans_for_the_executors_a_stage_can_get(tmp_path: Pa
     }
     conf_args = [arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]
     result = report(spark_submit(
-        "dynamic_allocation.py", *_submit_args("local-cluster[2,1,1024]"), *conf_args, env=env,
+        "dynamic_allocation.py", *submit_args("local-cluster[2,1,1024]"), *conf_args, env=env,
     ))
     rows = result["rows"]
     for name, actual in rows.items():

@@ -3,8 +3,7 @@ off and on, in the test session and on a local-cluster of separate executor JVMs
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Iterator
+from typing import Any, Dict, Iterator
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -13,18 +12,7 @@ from pyspark.sql.window import Window
 
 import skewagg
 from conftest import differential, session_settings
-from subprocesses import child_env, report, spark_submit
-from test_spark_submit import _spark_home, _submit_args
-
-# Sized for small tables: skew found in KiB, a hot key of a few thousand rows split, planned for
-# 64 task slots (on local[2]'s two, no hot partition outlasts an even share of the work).
-SPLIT_CONF = {
-    "spark.skewagg.skew.minPartitionSize": "1k",
-    "spark.skewagg.skew.minSplitSize": "1k",
-    "spark.skewagg.skew.taskSlots": "64",
-    "spark.skewagg.window.split.minKeyRows": "100",
-    "spark.sql.shuffle.partitions": "32",
-}
+from apps.window_split import SPLIT_CONF
 
 
 @pytest.fixture
@@ -199,17 +187,11 @@ def test_fewer_keys_than_partitions_split_by_the_per_slot_share(spark: SparkSess
 
 
 @pytest.mark.cluster
-def test_local_cluster_windows_match_spark(tmp_path: Path) -> None:
-    """tests/apps/window_split.py on local-cluster[2,1,1024]: every query's four variants give
-    Spark's rows, and the hot key is split whenever skewagg is on (with adaptive execution on
-    or off)."""
-    env = child_env(SPARK_HOME=str(_spark_home(tmp_path)))
-    conf_args = [arg for key, value in SPLIT_CONF.items()
-                 for arg in ("--conf", f"{key}={value}")]
-    result = report(spark_submit(
-        "window_split.py", *_submit_args("local-cluster[2,1,1024]"),
-        "--conf", "spark.executor.memory=1g", *conf_args, env=env,
-    ))
+def test_local_cluster_windows_match_spark(local_cluster: Dict[str, Any]) -> None:
+    """tests/apps/window_split.py's part of the local-cluster run: every query's four variants
+    give Spark's rows, and the hot key is split whenever skewagg is on (with adaptive execution
+    on or off)."""
+    result = local_cluster["windows"]
     rows = result["rows"]
     for name, actual in rows.items():
         query = name.split(":")[0]

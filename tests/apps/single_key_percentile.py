@@ -1,10 +1,10 @@
-"""A PySpark app for spark-submit tests: exact percentiles of a skewed table, computed with
-skewagg off and on, adaptive execution off and on, with the default settings and with hot keys
-split; prints one JSON line with, for each settings, the four results (rows as strings, so NaN
-compares equal to itself), the plans, and the hot-key split metrics of the SingleKeyAggregate that
-split hot keys (HotKeySplitAggregateExec), when the plan has one."""
+"""Exact percentiles of a skewed table, computed with skewagg off and on, adaptive execution off
+and on, with the default settings and with hot keys split: a part of tests/apps/local_cluster.py
+(``percentiles``), whose report holds, for each settings, the four results (rows as strings, so
+NaN compares equal to itself), the plans, and the hot-key split metrics of the SingleKeyAggregate
+that split hot keys (HotKeySplitAggregateExec), when the plan has one."""
 
-import json
+from typing import Any, Dict
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -12,19 +12,9 @@ from pyspark.sql import functions as F
 import skewagg
 from plans import Plan, reported
 
-spark = SparkSession.builder.config("spark.sql.shuffle.partitions", "6").getOrCreate()
-spark.sparkContext.setLogLevel("ERROR")
-(
-    spark.range(0, 30000)
-    .select(
-        F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(F.col("id") % 97).alias("k"),
-        F.when(F.col("id") % 101 == 7, F.lit(None))
-        .when(F.col("id") % 89 == 3, F.lit(float("nan")))
-        .otherwise((F.col("id") * 7919) % 1000 / 4.0)
-        .alias("v"),
-    )
-    .createOrReplaceTempView("t")
-)
+# What the part's caller sets for it.
+SHUFFLE_CONF = {"spark.sql.shuffle.partitions": "6"}
+
 QUERY = (
     "SELECT k, percentile(v, array(0.1, 0.5, 0.9)) AS p, median(v) AS m, "
     "percentile_disc(0.3) WITHIN GROUP (ORDER BY v DESC) AS d, count(*) AS n "
@@ -47,21 +37,33 @@ SETTINGS = {
               "spark.skewagg.skew.taskSlots": "64"},
 }
 
-report = {}
-for settings_name, settings in SETTINGS.items():
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    runs = report[settings_name] = {"rows": {}, "plans": {}, "splits": {}}
-    for adaptive in (False, True):
-        spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
-        for on in (False, True):
-            (skewagg.enable if on else skewagg.disable)(spark)
-            df = spark.sql(QUERY)
-            name = f"skewagg={on},adaptive={adaptive}"
-            runs["rows"][name] = sorted(repr(tuple(r)) for r in df.collect())
-            runs["plans"][name] = reported(df)
-            runs["splits"][name] = split_metrics(Plan(**runs["plans"][name]))
-    for key in settings:
-        spark.conf.unset(key)
-print("REPORT " + json.dumps(report))
-spark.stop()
+def percentiles(spark: SparkSession) -> Dict[str, Any]:
+    """The query's four variants under each of ``SETTINGS``."""
+    (
+        spark.range(0, 30000)
+        .select(
+            F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(F.col("id") % 97).alias("k"),
+            F.when(F.col("id") % 101 == 7, F.lit(None))
+            .when(F.col("id") % 89 == 3, F.lit(float("nan")))
+            .otherwise((F.col("id") * 7919) % 1000 / 4.0)
+            .alias("v"),
+        )
+        .createOrReplaceTempView("t")
+    )
+    report: Dict[str, Any] = {}
+    for settings_name, settings in SETTINGS.items():
+        for key, value in settings.items():
+            spark.conf.set(key, value)
+        runs = report[settings_name] = {"rows": {}, "plans": {}, "splits": {}}
+        for adaptive in (False, True):
+            spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
+            for on in (False, True):
+                (skewagg.enable if on else skewagg.disable)(spark)
+                df = spark.sql(QUERY)
+                name = f"skewagg={on},adaptive={adaptive}"
+                runs["rows"][name] = sorted(repr(tuple(r)) for r in df.collect())
+                runs["plans"][name] = reported(df)
+                runs["splits"][name] = split_metrics(Plan(**runs["plans"][name]))
+        for key in settings:
+            spark.conf.unset(key)
+    return report

@@ -1,22 +1,26 @@
-"""A PySpark app for spark-submit tests: windows over a skewed table (key 0 holds 30% of the
-rows), computed with skewagg off and on, adaptive execution off and on; prints one JSON line with
-the four results (rows as strings), the plans, and the split metrics of the window whose hot key
-was split (HotKeySplitWindowExec), when the plan has one."""
+"""Windows over a skewed table (key 0 holds 30% of the rows), computed with skewagg off and on,
+adaptive execution off and on: a part of tests/apps/local_cluster.py (``windows``), whose report
+holds the four results of each query (rows as strings), the plans, and the split metrics of the
+window whose hot key was split (HotKeySplitWindowExec), when the plan has one."""
 
-import json
+from typing import Any, Dict
 
 from pyspark.sql import SparkSession
 
 import skewagg
 from plans import Plan, reported
 
-spark = SparkSession.builder.config("spark.sql.shuffle.partitions", "32").getOrCreate()
-spark.sparkContext.setLogLevel("ERROR")
-spark.sql(
-    "SELECT CASE WHEN id % 10 < 3 THEN 0 ELSE (id * 7919) % 1000 + 1 END AS k, "
-    "(id * 7919) % 30000 AS o, id % 13 AS i, (id * 31) % 1000 - 400 AS v "
-    "FROM range(0, 30000, 1, 8)"
-).createOrReplaceTempView("t")
+# Sized for small tables: skew found in KiB, a hot key of a few thousand rows split, planned for
+# 64 task slots (on local[2]'s two, no hot partition outlasts an even share of the work). The
+# window tests of the test session use them too (tests/test_window.py).
+SPLIT_CONF = {
+    "spark.skewagg.skew.minPartitionSize": "1k",
+    "spark.skewagg.skew.minSplitSize": "1k",
+    "spark.skewagg.skew.taskSlots": "64",
+    "spark.skewagg.window.split.minKeyRows": "100",
+    "spark.sql.shuffle.partitions": "32",
+}
+
 QUERIES = {
     "row_number": "SELECT k, o, row_number() OVER (PARTITION BY k ORDER BY o) AS rn FROM t",
     "ranks": "SELECT k, o, dense_rank() OVER (PARTITION BY k ORDER BY i DESC) AS dr, "
@@ -47,16 +51,22 @@ def split_metrics(plan: Plan) -> dict:
     return {}
 
 
-report = {"rows": {}, "plans": {}, "splits": {}}
-for query_name, query in QUERIES.items():
-    for adaptive in (False, True):
-        spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
-        for on in (False, True):
-            (skewagg.enable if on else skewagg.disable)(spark)
-            df = spark.sql(query)
-            name = f"{query_name}:skewagg={on},adaptive={adaptive}"
-            report["rows"][name] = sorted(repr(tuple(r)) for r in df.collect())
-            report["plans"][name] = reported(df)
-            report["splits"][name] = split_metrics(Plan(**report["plans"][name]))
-print("REPORT " + json.dumps(report))
-spark.stop()
+def windows(spark: SparkSession) -> Dict[str, Any]:
+    """Every query's four variants, under the settings ``SPLIT_CONF`` the caller has set."""
+    spark.sql(
+        "SELECT CASE WHEN id % 10 < 3 THEN 0 ELSE (id * 7919) % 1000 + 1 END AS k, "
+        "(id * 7919) % 30000 AS o, id % 13 AS i, (id * 31) % 1000 - 400 AS v "
+        "FROM range(0, 30000, 1, 8)"
+    ).createOrReplaceTempView("t")
+    report: Dict[str, Any] = {"rows": {}, "plans": {}, "splits": {}}
+    for query_name, query in QUERIES.items():
+        for adaptive in (False, True):
+            spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
+            for on in (False, True):
+                (skewagg.enable if on else skewagg.disable)(spark)
+                df = spark.sql(query)
+                name = f"{query_name}:skewagg={on},adaptive={adaptive}"
+                report["rows"][name] = sorted(repr(tuple(r)) for r in df.collect())
+                report["plans"][name] = reported(df)
+                report["splits"][name] = split_metrics(Plan(**report["plans"][name]))
+    return report
