@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 import skewagg
 from plans import Plan, reported
 
-# What the part's caller sets for it.
+# The settings tests/apps/local_cluster.py runs this part under.
 SHUFFLE_CONF = {"spark.sql.shuffle.partitions": "6"}
 
 QUERY = (

@@ -52,7 +52,7 @@ def split_metrics(plan: Plan) -> dict:
 
 
 def windows(spark: SparkSession) -> Dict[str, Any]:
-    """Every query's four variants, under the settings ``SPLIT_CONF`` the caller has set."""
+    """Every query's four variants, under ``SPLIT_CONF`` (set by tests/apps/local_cluster.py)."""
     spark.sql(
         "SELECT CASE WHEN id % 10 < 3 THEN 0 ELSE (id * 7919) % 1000 + 1 END AS k, "
         "(id * 7919) % 30000 AS o, id % 13 AS i, (id * 31) % 1000 - 400 AS v "
