@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
+import skewagg
 from skewagg._bridge import bridge
 
 # Operators that pass their input's rows on unchanged: a plan's shape is read through them.
@@ -124,3 +125,22 @@ class Plan:
     def skew_join(self) -> bool:
         """A shuffled join Spark's skew-join split read in splits."""
         return any(o.skewJoin for o in self.operators)
+
+
+def report_variants(spark: SparkSession, query: str, runs: Dict[str, Dict[str, Any]],
+                    split_operator: str, prefix: str = "") -> None:
+    """Runs ``query`` with adaptive execution off then on, skewagg off then on in each, and
+    records in ``runs`` under ``prefix + "skewagg=...,adaptive=..."`` each variant's rows (as
+    strings, sorted, so NaN equals itself), its plan (``reported``) and the ``hotKeys`` and
+    ``splits`` metrics of its ``split_operator`` ({} without one): what the test apps report."""
+    for adaptive in (False, True):
+        spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
+        for on in (False, True):
+            (skewagg.enable if on else skewagg.disable)(spark)
+            df = spark.sql(query)
+            name = f"{prefix}skewagg={on},adaptive={adaptive}"
+            runs["rows"][name] = sorted(repr(tuple(r)) for r in df.collect())
+            runs["plans"][name] = reported(df)
+            splits = Plan(**runs["plans"][name]).named(split_operator)
+            runs["splits"][name] = next(
+                ({m: (op.metrics or {})[m] for m in ("hotKeys", "splits")} for op in splits), {})

@@ -9,8 +9,7 @@ from typing import Any, Dict
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-import skewagg
-from plans import Plan, reported
+from plans import report_variants
 
 # The settings tests/apps/local_cluster.py runs this part under.
 SHUFFLE_CONF = {"spark.sql.shuffle.partitions": "6"}
@@ -22,13 +21,6 @@ QUERY = (
 )
 
 
-def split_metrics(plan: Plan) -> dict:
-    """{"hotKeys": n, "splits": n} of the plan's HotKeySplitAggregateExec, or {} without one."""
-    for split in plan.named("HotKeySplitAggregateExec"):
-        return {m: (split.metrics or {})[m] for m in ("hotKeys", "splits")}
-    return {}
-
-
 # The default settings, then hot keys split by value (key 0 holds 30% of the rows), planned for 64
 # task slots: on the cluster's 2, key 0 is shorter than an even share of the work.
 SETTINGS = {
@@ -36,6 +28,7 @@ SETTINGS = {
     "split": {"spark.skewagg.singleKey.split.minKeyRows": "1000",
               "spark.skewagg.skew.taskSlots": "64"},
 }
+
 
 def percentiles(spark: SparkSession) -> Dict[str, Any]:
     """The query's four variants under each of ``SETTINGS``."""
@@ -54,16 +47,8 @@ def percentiles(spark: SparkSession) -> Dict[str, Any]:
     for settings_name, settings in SETTINGS.items():
         for key, value in settings.items():
             spark.conf.set(key, value)
-        runs = report[settings_name] = {"rows": {}, "plans": {}, "splits": {}}
-        for adaptive in (False, True):
-            spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
-            for on in (False, True):
-                (skewagg.enable if on else skewagg.disable)(spark)
-                df = spark.sql(QUERY)
-                name = f"skewagg={on},adaptive={adaptive}"
-                runs["rows"][name] = sorted(repr(tuple(r)) for r in df.collect())
-                runs["plans"][name] = reported(df)
-                runs["splits"][name] = split_metrics(Plan(**runs["plans"][name]))
+        report[settings_name] = {"rows": {}, "plans": {}, "splits": {}}
+        report_variants(spark, QUERY, report[settings_name], "HotKeySplitAggregateExec")
         for key in settings:
             spark.conf.unset(key)
     return report

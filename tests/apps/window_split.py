@@ -7,8 +7,7 @@ from typing import Any, Dict
 
 from pyspark.sql import SparkSession
 
-import skewagg
-from plans import Plan, reported
+from plans import report_variants
 
 # Sized for small tables: skew found in KiB, a hot key of a few thousand rows split, planned for
 # 64 task slots (on local[2]'s two, no hot partition outlasts an even share of the work). The
@@ -44,13 +43,6 @@ QUERIES = {
 }
 
 
-def split_metrics(plan: Plan) -> dict:
-    """{"hotKeys": n, "splits": n} of the plan's HotKeySplitWindowExec, or {} without one."""
-    for split in plan.named("HotKeySplitWindowExec"):
-        return {m: (split.metrics or {})[m] for m in ("hotKeys", "splits")}
-    return {}
-
-
 def windows(spark: SparkSession) -> Dict[str, Any]:
     """Every query's four variants, under ``SPLIT_CONF`` (set by tests/apps/local_cluster.py)."""
     spark.sql(
@@ -60,13 +52,5 @@ def windows(spark: SparkSession) -> Dict[str, Any]:
     ).createOrReplaceTempView("t")
     report: Dict[str, Any] = {"rows": {}, "plans": {}, "splits": {}}
     for query_name, query in QUERIES.items():
-        for adaptive in (False, True):
-            spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
-            for on in (False, True):
-                (skewagg.enable if on else skewagg.disable)(spark)
-                df = spark.sql(query)
-                name = f"{query_name}:skewagg={on},adaptive={adaptive}"
-                report["rows"][name] = sorted(repr(tuple(r)) for r in df.collect())
-                report["plans"][name] = reported(df)
-                report["splits"][name] = split_metrics(Plan(**report["plans"][name]))
+        report_variants(spark, query, report, "HotKeySplitWindowExec", prefix=f"{query_name}:")
     return report
