@@ -47,12 +47,14 @@ ALL_VENVS := $(foreach line,$(SPARK_LINES),.venvs/spark-$(line)/.skewagg-install
 
 setup: $(LINE_JAR_BUILT) $(VENV)/.skewagg-installed ## JDK 17 (installed if missing), sbt, SPARK_LINE's jar and .venvs/spark-<line> (pyspark, pytest, chispa, skewagg)
 
-# The virtualenvs first, all at once (mostly downloads), then skewagg installed in each and every
-# jar built in one sbt run.
+# The virtualenvs all at once (mostly downloads) and, beside them, every jar built in one sbt run
+# (sbt's start and the Maven build need no venv; a line's compile waits for its venv's Spark
+# jars); then skewagg installed in each venv.
 setup-lines: ## what make test needs: setup for every Spark line
 	@pids=(); for line in $(SPARK_LINES); do build/spark-venv $$line >/dev/null & pids+=($$!); done; \
+	  $(MAKE) --no-print-directory $(ALL_JARS_BUILT) & pids+=($$!); \
 	  status=0; for pid in "$${pids[@]}"; do wait $$pid || status=1; done; exit $$status
-	@$(MAKE) --no-print-directory $(ALL_VENVS) $(ALL_JARS_BUILT)
+	@$(MAKE) --no-print-directory $(ALL_VENVS)
 
 jar: ## build every Spark line's jar into python/skewagg/jars/ (one sbt run)
 	build/package-jar
