@@ -24,6 +24,10 @@ and UNIFORM data, with these variants side by side in one session:
 
 (a variant a scenario has no query for, such as pre-aggregated without a join, is skipped)
 
+The TPC-H scenarios (tpch-q2, tpch-q8, tpch-q9, tpch-q20, tpch-q21: benchmarks/tpch.py) run
+TPC-H's texts on TPC-H-like tables with Spark's defaults for broadcast joins and splits, vanilla
+against skewagg's default plan (`--default-plan` adds the A/A control).
+
 The holistic scenarios (exact percentile, collect_list, a high-cardinality percentile over
 about 10M distinct keys; `--scenarios percentile,collect-list,high-cardinality`), on the same
 keys with a continuous value column, compare vanilla
@@ -57,6 +61,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 import skewagg
+import tpch
 from headline import commit_of, wall_ratio
 from skewagg._jars import spark_line
 from skewagg import demo
@@ -104,6 +109,12 @@ BASE_CONF = {
 # size, which on 2 cores reads each fact table in 2 tasks of about 48MB; there a map task's
 # partial aggregate sees ~10M rows, and uniform keys repeat within it.
 SCENARIO_CONF = {"join-default-splits": {"spark.sql.files.maxPartitionBytes": "128MB"}}
+# TPC-H Q2, Q8, Q9, Q20, Q21 (issue 69) with Spark's defaults: broadcast joins (10MB) and 128MB
+# splits, as issue 69 measured them.
+TPCH = tuple(tpch.QUERIES)
+SCENARIO_CONF.update({scenario: {"spark.sql.autoBroadcastJoinThreshold": "10MB",
+                                 "spark.sql.files.maxPartitionBytes": "128MB"}
+                      for scenario in TPCH})
 VARIANT_CONF = {
     "vanilla": {"spark.skewagg.enabled": "false"},
     CONTROL: {"spark.skewagg.enabled": "false"},
@@ -296,7 +307,8 @@ def salted(fact: DataFrame, dim: DataFrame) -> tuple:
 
 
 def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
-                     q12: Path | None = None) -> Dict[str, Dict[str, Callable[[], DataFrame]]]:
+                     q12: Path | None = None, tpch_data: Path | None = None
+                     ) -> Dict[str, Dict[str, Callable[[], DataFrame]]]:
     """For each scenario: the query as a user writes it, and the hand-salted version."""
     def join_sum() -> DataFrame:
         return fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s"))
@@ -420,6 +432,13 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
                                          lineitem=f"parquet.`{q12 / 'lineitem'}`")) \
             .withColumn("s", F.col("high_line_count") * 1_000_000 + F.col("low_line_count"))
 
+    def tpch_query(scenario: str) -> Callable[[], DataFrame]:
+        def query() -> DataFrame:
+            assert tpch_data is not None
+            tpch.register(fact.sparkSession, tpch_data)
+            return fact.sparkSession.sql(tpch.QUERIES[scenario])
+        return query
+
     def demo_join() -> DataFrame:
         demo_fact, demo_dim = demo.tables(fact.sparkSession)
         return demo_fact.join(demo_dim, "k").groupBy("k").agg(F.sum("v").alias("s"))
@@ -451,6 +470,8 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
         # The repartition query on keys that never repeat, few keys, a hot key over either.
         "key-shapes": {"query": repartition_sum, "variants": plain},
         "tpch-q12": {"query": tpch_q12, "variants": ["vanilla", "skewagg"]},
+        **{scenario: {"query": tpch_query(scenario), "conf": SCENARIO_CONF[scenario],
+                      "variants": ["vanilla", "skewagg"]} for scenario in TPCH},
         # `make demo`'s query and its own 8M rows: its default plan against its SKEW_AGG plan.
         "demo": {"query": demo_join, "variants": ["vanilla", "skewagg", "skewagg+hint"]},
         "window-sum": {"query": window_sum, "variants": holistic + without_aqe},
@@ -504,7 +525,7 @@ def main(argv: List[str] | None = None) -> int:
     parser.add_argument("--scenarios",
                         default="join,join-default-splits,repartition,bucketed,subset-key,distinct,"
                         "distinct-many,distinct-many-repartition,unique-key-join,three-way-join,"
-                        "key-shapes,tpch-q12,demo,window-sum,"
+                        "key-shapes,tpch-q12," + ",".join(TPCH) + ",demo,window-sum,"
                         "window-running-sum,window-row-number")
     parser.add_argument("--variants", default=",".join(VARIANT_CONF),
                         help="run only these of each scenario's variants")
@@ -579,7 +600,9 @@ def main(argv: List[str] | None = None) -> int:
                 if data in ("skewed", "uniform") else fact
             q12 = write_q12_tables(spark, base, args.rows) / data if scenario == "tpch-q12" \
                 else None
-            queries = scenario_queries(fact, joined, bucketed, q12)[scenario]
+            tpch_data = tpch.write_tables(spark, base, args.rows) / data \
+                if scenario in TPCH else None
+            queries = scenario_queries(fact, joined, bucketed, q12, tpch_data)[scenario]
             chosen = DEFAULT_PLAN_VARIANTS.get(scenario, ["vanilla", "skewagg"]) \
                 if args.default_plan else args.variants.split(",")
             variants = [v for v in queries.get("variants", VARIANTS)
@@ -813,6 +836,14 @@ def order_ratios(r: dict, vanilla: dict, variants: List[str]) -> List[str]:
             if by_order[first] else "" for first in (True, False)]
 
 
+TPCH_TEXT = (
+    " " + ", ".join(TPCH) + ": TPC-H's texts (the specification's validation parameters) on "
+    "TPC-H-like tables of rows x 3/10 line items, rows x 3/40 orders, rows / 100 parts with "
+    "four suppliers each and rows / 2000 suppliers (benchmarks/tpch.py), in SKEWED data 30% of "
+    "`partsupp` on one part (Q2's) and 30% of `lineitem` on another (Q8's, Q9's and Q20's), "
+    "with Spark's defaults for joins and splits (broadcast joins up to 10MB, 128MB splits).")
+
+
 def render_default_plan(report: dict) -> str:
     """skewagg's default plan against vanilla (`--default-plan`), per scenario and data set."""
     rows = report["results"]
@@ -831,7 +862,8 @@ def render_default_plan(report: dict) -> str:
         "own, a control: its ratio is what two identical plans measured apart in the same run. "
         "vs vanilla: the ratio of the medians, then in brackets the lowest and highest ratio "
         "within one repeat; vanilla first, variant first: the median ratio within the repeats "
-        "run in that order (how many); vs control: the ratio of the medians over vanilla-again's.",
+        "run in that order (how many); vs control: the ratio of the medians over vanilla-again's."
+        + (TPCH_TEXT if any(r["scenario"] in TPCH for r in rows) else ""),
         "",
         "| scenario | data | variant | wall s | vs vanilla | vanilla first | variant first "
         "| vs control | rewritten | equal |",
