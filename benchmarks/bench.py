@@ -681,12 +681,13 @@ def source_tree() -> dict:
 
 def merged(previous: dict, report: dict, scenarios: List[str]) -> dict:
     """`report` holding, besides its own scenarios, the rows of `previous` (the last report of
-    this line and size) for the scenarios it did not run, each row with the time it was
-    measured, so a run of some scenarios replaces only theirs."""
+    this line and size) for the scenarios it did not run, each row with the time and commit it
+    was measured at (its own, else its report's), so a run of some scenarios replaces only
+    theirs."""
     if previous.get("rows") != report["rows"]:
         return report
-    kept = [{"when": previous["when"], **r} for r in previous["results"]
-            if r["scenario"] not in scenarios]
+    measured_at = {k: previous.get(k) for k in ("when", "commit", "dirty")}
+    kept = [{**measured_at, **r} for r in previous["results"] if r["scenario"] not in scenarios]
     order = list(dict.fromkeys([r["scenario"] for r in previous["results"]] + scenarios))
     results = sorted(kept + report["results"], key=lambda r: order.index(r["scenario"]))
     return {**report, "results": results}

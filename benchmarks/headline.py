@@ -107,10 +107,10 @@ def commit_of(report: dict) -> str:
 
 
 def measured(report: dict, r: dict) -> str:
-    """When a row was measured, and at which commit ("commit not recorded" before the bench
-    recorded it)."""
+    """When a row was measured, and at which commit (the row's, kept from an earlier run, else
+    its report's; "commit not recorded" before the bench recorded it)."""
     when = str(r.get("when") or report["when"])[:10]
-    return when + (commit_of(report) or ", commit not recorded")
+    return when + (commit_of(r if "commit" in r else report) or ", commit not recorded")
 
 
 def label(variant: str) -> str:
