@@ -53,12 +53,23 @@ object SkewedPartitions {
    * would find it typical. The slots are those of a stage of `splitTasks` tasks, as many as the
    * split can make.
    */
-  def bySlotShare(sizes: Array[Long], conf: SQLConf, splitTasks: Int): SkewedPartitions = find(
+  def bySlotShare(sizes: Array[Long], conf: SQLConf, splitTasks: Int): SkewedPartitions =
+    bySlotShareOn(sizes, conf, slotsOfSplit(sizes.length, conf, splitTasks))
+
+  /** [[bySlotShare]] on `slots` task slots. */
+  def bySlotShareOn(sizes: Array[Long], conf: SQLConf, slots: Int): SkewedPartitions = find(
     sizes,
     conf,
-    TaskSlots.of(conf, math.max(sizes.length, splitTasks)),
+    slots,
     conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE),
     againstMedian = false)
+
+  /**
+   * The slots of a stage that reads a shuffle of `partitions` partitions split into up to
+   * `splitTasks` tasks ([[TaskSlots]]).
+   */
+  def slotsOfSplit(partitions: Int, conf: SQLConf, splitTasks: Int): Int =
+    TaskSlots.of(conf, math.max(partitions, splitTasks))
 
   def find(sizes: Array[Long], conf: SQLConf, slots: Int): SkewedPartitions =
     find(sizes, conf, slots, conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))

@@ -7,22 +7,21 @@ import org.apache.spark.sql.catalyst.expressions.{
   Ascending, Murmur3Hash, SortOrder, UnsafeProjection, UnsafeRow
 }
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
-import org.apache.spark.sql.execution.adaptive.ShufflePartitionsUtil
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.skewagg.{
-  AveragedBlockSizes, SkewAggConf, SkewAggDecisions, SkewedPartitions
-}
+import org.apache.spark.sql.skewagg.{AveragedBlockSizes, SkewAggConf, SkewAggDecisions}
 import org.apache.spark.sql.skewagg.SkewAggDecision.AtRunTime
 import org.apache.spark.sql.skewagg.hotkey.{ExternalSorts, HotKeyRanges, HotKeySplitPipeline}
 
 /**
  * The run of `plan`, a [[HotKeySplitWindowExec]] (its `doExecute`), on the hot-key pipeline
- * ([[HotKeySplitPipeline]]): the skewed partitions of the window's shuffle read in map-output
- * pieces and sampled; the other keys of those partitions by hash to Spark's sorts and windows;
- * each window's splits summarized as [[SplitSummary]]s (by the routing map tasks,
- * [[RoutedWindowSummaries]], or one job over the splits), folded per hot key into the splits'
- * seeds ([[SplitWindowFunctions.seeds]]), then evaluated, window by window up the chain. It
- * records what it found and did on the plan ([[SkewAggDecision.AtRunTime]]).
+ * ([[HotKeySplitPipeline]]). What to do is [[WindowSplitPlan]]'s, a value computed from what
+ * the run measures; the run only makes the jobs it asks for and follows it: the skewed
+ * partitions of the window's shuffle read in map-output pieces and sampled; the other keys of
+ * those partitions by hash to Spark's sorts and windows; each window's splits summarized as
+ * [[SplitSummary]]s (by the routing map tasks, [[RoutedWindowSummaries]], or one job over the
+ * splits), folded per hot key into the splits' seeds ([[SplitWindowFunctions.seeds]]), then
+ * evaluated, window by window up the chain. It records the plan's description, or its reason
+ * for Spark's window, on the plan ([[SkewAggDecision.AtRunTime]]).
  *
  * Rule: driver only, and never captured: its closures capture values copied into local vals
  * (split functions, orders, metrics), not this evaluator or its plan.
@@ -50,103 +49,78 @@ private[window] final class HotKeySplitWindowEvaluator(
     ChainedWindow.sparkPlan(windows, plan.partitionSpec, input)
 
   def execute(): RDD[InternalRow] = {
-    plan.splitFunctions.left.foreach { reason =>
-      return finish(sparkWindow(child).execute(), s"Spark's window: $reason")
+    val decided = for {
+      _ <- plan.splitFunctions.left.map(reason => s"Spark's window: $reason")
+      sizes <- shuffle.sizes.toRight("the window's shuffle has no map task")
+      settings = settingsOf(sizes)
+      pieces <- WindowSplitPlan.pieces(sizes, shuffle.specs(sizes.byReducer), settings)
+      _ = plan.longMetric("skewedPartitions").set(pieces.skew.skewed.size.toLong)
+      split <- WindowSplitPlan.split(pieces, sampled(pieces), settings)
+    } yield split
+    decided match {
+      case Left(reason) => finish(sparkWindow(child).execute(), reason)
+      case Right(split) =>
+        val (result, unsplit) = run(split)
+        finish(result, split.description + unsplit.fold("")("; " + _))
     }
-    val stats = shuffle.statistics.getOrElse {
-      return finish(sparkWindow(child).execute(), "the window's shuffle has no map task")
-    }
-    val sizes = stats.bytesByPartitionId
-    val specs = shuffle.specs(sizes)
-    val skew = HotKeySplitWindowExec.skewOf(sizes, plan.forced, conf)
-    val skewedIds = skew.skewed.map(_._1).toSet
-    def reducers(spec: ShufflePartitionSpec): Range = spec match {
-      case CoalescedPartitionSpec(start, end, _) => start until end
-      case _ => Range(0, 0) // (read in pieces by another rule already: left as read)
-    }
-    val (skewedSpecs, ordinarySpecs) = specs.partition(reducers(_).exists(skewedIds))
-    if (skewedSpecs.isEmpty) {
-      val unseen = AveragedBlockSizes.measured(sizes.length, conf)
-        .map(a => s" (skew unseen: ${a.text(conf.getConf(SkewAggConf.SKEW_FACTOR))})")
-      return finish(
-        sparkWindow(child).execute(),
-        "no partition of the window's shuffle skewed when it ran: Spark's window" +
-          unseen.getOrElse(""))
-    }
-    plan.longMetric("skewedPartitions").set(skew.skewed.size.toLong)
-    val target = SkewedPartitions.splitSize(sizes, skew, conf)
-    val pieceSpecs: Seq[ShufflePartitionSpec] = skewedSpecs.flatMap(reducers).flatMap { i =>
-      val whole = Seq(CoalescedPartitionSpec(i, i + 1, sizes(i)))
-      if (!skewedIds(i)) whole
-      else ShufflePartitionsUtil.createSkewPartitionSpecs(stats.shuffleId, i, target)
-        .getOrElse(whole)
-    }
-    val pieces = inputReading(pieceSpecs).execute()
-    val minKeyRows = conf.getConf(SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS)
-    // Without PARTITION BY the one key is the whole partition: split into pieces of the target
-    // size, not only at its map outputs' bounds (a few map tasks can write the whole table). The
-    // bounds are sampled from at least as many map outputs as there may be ranges: the order is
-    // often that of the input's files, each map output a run of it, and bounds from a few runs
-    // would leave the rest of a key's order in one range.
-    val global = plan.partitionSpec.isEmpty
-    val slices =
-      if (!global) pieceSpecs.size
-      else math.max(pieceSpecs.size, math.ceil(skew.skewed.map(_._2).sum.toDouble / target).toInt)
-    val (sampleSpecs, sampleWeights) = SampledMapOutputs.of(
-      stats.shuffleId,
-      skew.skewed.map(_._1).filter(i => skewedSpecs.exists(reducers(_).contains(i))),
-      conf.getConf(SkewAggConf.WINDOW_SPLIT_SAMPLE_FRACTION),
-      atLeast = math.min(slices, conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_SPLITS))).unzip
-    val sampled = HotKeyRanges.sample(
-      inputReading(sampleSpecs).execute(),
+  }
+
+  /** What the split reads besides the sizes ([[WindowSplitSettings]]). */
+  private def settingsOf(sizes: WindowShuffleSizes): WindowSplitSettings = {
+    val partitions = sizes.byReducer.length
+    WindowSplitSettings(
+      conf,
+      HotKeySplitWindowExec.slotsFor(partitions, conf),
+      plan.forced,
+      global = plan.partitionSpec.isEmpty,
+      plan.inPlace,
+      AveragedBlockSizes.measured(partitions, conf))
+  }
+
+  /** The sample's routings, one per window: one job over `pieces.sample`. */
+  private def sampled(pieces: WindowPieces): Seq[HotKeyRanges] = {
+    val (specs, weights) = pieces.sample.unzip
+    HotKeyRanges.sample(
+      inputReading(specs).execute(),
       plan.partitionSpec,
       windows.indices.map(routingOrder),
       child.output,
-      hashPartitions = slices,
-      minKeyRows,
+      hashPartitions = pieces.slices,
+      conf.getConf(SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS),
       conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_SPLITS),
       conf.getConf(SkewAggConf.WINDOW_SPLIT_SAMPLE_SIZE),
       sampleFraction = 1.0,
       slots = 1,
       factor = 0.0, // (the partitions are skewed: skewagg's per-slot test was made on them)
-      partitionWeights = Some(sampleWeights.toIndexedSeq))
-    // The other keys of the skewed partitions by hash into as many tasks as their estimated rows
-    // fill, pieces of the sample's average (at least one, at most one per piece).
-    val ordinaryTasks = math.min(
-      pieceSpecs.size,
-      math.max(1, math.ceil(sampled.head.ordinaryRows / sampled.head.averagePartitionRows).toInt))
-    val routings = sampled.head.withHashPartitions(ordinaryTasks) +: sampled.tail
-    val inPlace = plan.inPlace
-    val ranges = if (inPlace) routings.map(_.unsplit) else routings
-    val tasks = if (inPlace) pieceSpecs.size else ranges.head.numSplits
-    val split = ranges.head.describe(
-      if (inPlace) "map-output piece (no order)" else "order",
-      minKeyRows,
-      SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS.key,
-      tasks,
-      wholePartition = global)
-    val chained = ranges.tail.filter(_.hotKeys.nonEmpty)
-      .map(r => s", then by the next window's order into ${r.numSplits} tasks")
-    val others =
-      if (ranges.head.hotKeys.isEmpty || global) ""
-      else s"; the other keys of those partitions into $ordinaryTasks task(s)"
-    val found = HotKeySplitWindowExec.describe(skew, plan.forced, global)
-    val skewed = s"$found, read in ${pieceSpecs.size} pieces; $split${chained.mkString}$others"
-    if (ranges.head.hotKeys.isEmpty) return finish(sparkWindow(child).execute(), skewed)
+      partitionWeights = Some(weights.toIndexedSeq))
+  }
 
-    pipeline.metrics.recordSplit(ranges.head.hotKeys.size, tasks)
-    val routed = routedSummaries(0, pieceSpecs.size, ranges.head.numSplits)
-    val dependency = route(pieces, ranges.head, 0, routed, routesHotKeys = !inPlace)
+  /**
+   * `split` run: the pieces routed, the other keys of the skewed partitions through Spark's
+   * window, the hot keys' splits ([[hotKeyResults]]) and the partitions that are not skewed as
+   * before; with the note of the keys left to Spark's window.
+   */
+  private def run(split: WindowSplit): (RDD[InternalRow], Option[String]) = {
+    val pieces = split.pieces
+    val ranges = split.routings
+    pipeline.metrics.recordSplit(ranges.head.hotKeys.size, split.tasks)
+    val routed = routedSummaries(0, pieces.pieces.size, ranges.head.numSplits)
+    val dependency = route(
+      inputReading(pieces.pieces).execute(),
+      ranges.head,
+      0,
+      routed,
+      routesHotKeys = !plan.inPlace)
     val rest = sparkWindow(
       RowsScanExec(
         child.output,
         pipeline.readPartitions(dependency, 0 until ranges.head.hashPartitions)))
-    val (hot, unsplit) = hotKeyResults(ranges, dependency, routed, pieceSpecs)
+    val (hot, unsplit) = hotKeyResults(ranges, dependency, routed, pieces.pieces)
     val parts =
       Seq(rest.execute(), hot) ++
-        (if (ordinarySpecs.isEmpty) Nil
-         else Seq(sparkWindow(inputReading(ordinarySpecs)).execute()))
-    finish(pipeline.union(parts), skewed + unsplit.fold("")("; " + _))
+        (if (pieces.ordinary.isEmpty) Nil
+         else Seq(sparkWindow(inputReading(pieces.ordinary)).execute()))
+    (pipeline.union(parts), unsplit)
   }
 
   private def finish(result: RDD[InternalRow], decision: String): RDD[InternalRow] = {
@@ -218,20 +192,11 @@ private[window] final class HotKeySplitWindowEvaluator(
     val maxRankedRows = conf.getConf(SkewAggConf.TEST_WINDOW_MAX_RANKED_ROWS)
     // The same keys, in the same order, in every window's ranges.
     def keySummaries(k: Int) = ranges.head.hotKeys(k).partitions.map(p => summaries(p - first))
-    val (fitting, tooLarge) = ranges.head.hotKeys.indices.partition { k =>
-      levels.forall(_.splits(keySummaries(k).map(_.rows).sum, maxRankedRows))
-    }
-    val (splitKeys, rangedTooFar) = fitting.partition(k => levels.head.exact(keySummaries(k)))
-    val sparksKeys = tooLarge ++ rangedTooFar
-    val unsplit = Seq(
-      tooLarge -> "too many rows for a ranking function's int",
-      rangedTooFar -> ("bounded RANGE frames reaching more than " +
-        s"${conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_RANGE_FRAME_ROWS)} rows across a split's " +
-        s"edge (${SkewAggConf.WINDOW_SPLIT_MAX_RANGE_FRAME_ROWS.key}), or bounds that wrap " +
-        "around")).collect {
-      case (keys, why) if keys.nonEmpty => s"${keys.size} key(s) in Spark's window: $why"
-    }
-    val note = if (unsplit.isEmpty) None else Some(unsplit.mkString("; "))
+    val keys = ranges.head.hotKeys.indices
+    val SplitKeys(splitKeys, sparksKeys, note) = WindowSplitPlan.splitKeys(
+      keys.map(k => levels.forall(_.splits(keySummaries(k).map(_.rows).sum, maxRankedRows))),
+      keys.map(k => levels.head.exact(keySummaries(k))),
+      conf)
     val firstSeeds = seedsOf(0, ranges.head, splitKeys, summaries)
     if (plan.inPlace) { // (no ranking function without an order: every key was split)
       val valuesByKey = new java.util.HashMap[UnsafeRow, InternalRow]()

@@ -178,17 +178,23 @@ object HotKeySplitWindowExec {
   val Step = "window split"
 
   /**
-   * The window's skewed partitions, by the per-slot share alone (a few keys in about as many
-   * partitions, or the one partition of a window without PARTITION BY, outlast an even share of
-   * the stage on many slots however alike they are): with the SKEW_AGG hint (`forced`), all that
-   * hold rows.
+   * The window's skewed partitions, by the per-slot share alone on `slots` task slots (a few
+   * keys in about as many partitions, or the one partition of a window without PARTITION BY,
+   * outlast an even share of the stage on many slots however alike they are): with the SKEW_AGG
+   * hint (`forced`), all that hold rows.
    */
-  def skewOf(sizes: Array[Long], forced: Boolean, conf: SQLConf): SkewedPartitions = {
-    val found =
-      SkewedPartitions.bySlotShare(sizes, conf, conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_SPLITS))
+  def skewOf(sizes: Array[Long], forced: Boolean, conf: SQLConf, slots: Int): SkewedPartitions = {
+    val found = SkewedPartitions.bySlotShareOn(sizes, conf, slots)
     if (!forced) found
     else found.copy(skewed = sizes.indices.filter(sizes(_) > 0).map(i => (i, sizes(i))))
   }
+
+  /** The task slots the split of a shuffle of `partitions` partitions is planned for. */
+  def slotsFor(partitions: Int, conf: SQLConf): Int =
+    SkewedPartitions.slotsOfSplit(
+      partitions,
+      conf,
+      conf.getConf(SkewAggConf.WINDOW_SPLIT_MAX_SPLITS))
 
   /**
    * "1 skewed partition(s) of the window's shuffle (partition 3 is 143.3 KiB, 40x ...)"; without

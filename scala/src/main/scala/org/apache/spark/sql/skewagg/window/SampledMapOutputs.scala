@@ -1,27 +1,23 @@
 package org.apache.spark.sql.skewagg.window
 
-import org.apache.spark.{MapOutputTrackerMaster, SparkEnv}
 import org.apache.spark.sql.execution.{PartialReducerPartitionSpec, ShufflePartitionSpec}
 
 /** Which map outputs of a window's skewed partitions its sample reads, and what each stands for. */
 object SampledMapOutputs {
 
   /**
-   * The map outputs of the skewed `reducers` the sample reads ([[systematic]] of their
-   * sizes; n is `fraction` of the non-empty ones, at least one per reducer and at least
-   * `atLeast`), each with the rows each of its rows stands for. Map outputs are runs of the input,
-   * so an order correlated with the input's position is sampled across all of it.
+   * The map outputs of the skewed reducers (each with its sizes by map output: `reducers`) the
+   * sample reads ([[systematic]] of their sizes; n is `fraction` of the non-empty ones, at least
+   * one per reducer and at least `atLeast`), each with the rows each of its rows stands for. Map
+   * outputs are runs of the input, so an order correlated with the input's position is sampled
+   * across all of it.
    */
   def of(
-      shuffleId: Int,
-      reducers: Seq[Int],
+      reducers: Seq[(Int, Array[Long])],
       fraction: Double,
       atLeast: Int = 1): Seq[(ShufflePartitionSpec, Double)] = {
-    val tracker = SparkEnv.get.mapOutputTracker.asInstanceOf[MapOutputTrackerMaster]
-    val outputs = reducers.flatMap { r =>
-      tracker.shuffleStatuses(shuffleId).withMapStatuses(_.toSeq.zipWithIndex.map {
-        case (status, m) => (r, m, if (status == null) 0L else status.getSizeForBlock(r))
-      })
+    val outputs = reducers.flatMap { case (r, sizes) =>
+      sizes.toSeq.zipWithIndex.map { case (size, m) => (r, m, size) }
     }.filter(_._3 > 0).toIndexedSeq
     val n = math.max(math.max(reducers.size, atLeast), math.ceil(outputs.size * fraction).toInt)
     systematic(outputs.map(_._3), n).map { case (i, weight) =>

@@ -118,7 +118,9 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     val sizes = input.sizes
     val hints = chain.flatMap(SkewAggHints.ofWindow)
     val forced = hints.exists(_.force)
-    val skew = sizes.map(HotKeySplitWindowExec.skewOf(_, forced, conf))
+    val skew = sizes.map { s =>
+      HotKeySplitWindowExec.skewOf(s, forced, conf, HotKeySplitWindowExec.slotsFor(s.length, conf))
+    }
     def record(decision: SkewAggDecision) = chain.foreach(SkewAggDecisions.record(_, decision))
     def refuse(reason: String) = { record(Refused(reason, Rewrite)); None }
     val keys = chain.head.partitionSpec

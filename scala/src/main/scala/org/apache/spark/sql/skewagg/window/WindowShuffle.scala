@@ -1,6 +1,6 @@
 package org.apache.spark.sql.skewagg.window
 
-import org.apache.spark.MapOutputStatistics
+import org.apache.spark.{MapOutputStatistics, MapOutputTrackerMaster, SparkEnv}
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
@@ -15,6 +15,16 @@ private[window] sealed trait WindowShuffle {
 
   /** The map outputs' sizes by reducer, once the map stage has run (None: no map task). */
   def statistics: Option[MapOutputStatistics]
+
+  /** [[statistics]] with each reducer's sizes by map output, read from Spark's tracker. */
+  def sizes: Option[WindowShuffleSizes] = statistics.map { stats =>
+    val tracker = SparkEnv.get.mapOutputTracker.asInstanceOf[MapOutputTrackerMaster]
+    WindowShuffleSizes(
+      stats.bytesByPartitionId,
+      reducer => tracker.shuffleStatuses(stats.shuffleId).withMapStatuses(_.map { status =>
+        if (status == null) -1L else status.getSizeForBlock(reducer)
+      }))
+  }
 
   /** How Spark reads the shuffle: its read's specs, or one spec per reducer. */
   def specs(sizes: Array[Long]): Seq[ShufflePartitionSpec]
