@@ -81,12 +81,13 @@ OWN_QUERY = {"salted": "salted", "pre-aggregated": "pre"}
 HOLISTIC = ("percentile", "collect-list", "high-cardinality")
 # Windows Spark runs in one task per key or for the whole table (issue 67): an event table, `ts`
 # unique in the order its files were written, 4 groups; their own section, with task memory.
-ONE_TASK = ("window-global", "window-few-keys", "window-moving")
+# window-global-two-tasks: window-global over the events read by 2 tasks, where a split cannot pay.
+ONE_TASK = ("window-global", "window-few-keys", "window-moving", "window-global-two-tasks")
 SECTIONS = {"holistic": HOLISTIC, "window-one-task": ONE_TASK}
 # The data sets a scenario runs on, when not SKEWED and UNIFORM.
 SCENARIO_DATA = {"high-cardinality": ["highcard"],
                  "window-global": ["events"], "window-few-keys": ["events"],
-                 "window-moving": ["events"],
+                 "window-moving": ["events"], "window-global-two-tasks": ["events"],
                  "key-shapes": ["unique", "few", "hot-unique", "hot-few"],
                  "demo": ["skewed"]}
 BUCKETS = 64
@@ -403,16 +404,22 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
         return fact.select(
             "k", F.row_number().over(Window.partitionBy("k").orderBy("v")).alias("s"))
 
-    def ordered_by_ts(window: Window) -> DataFrame:
+    def ordered_by_ts(window: Window, events: DataFrame = fact) -> DataFrame:
         # row_number, a running sum and lag over the window, checked as one sum: all longs, so
         # every plan's rows are exactly Spark's.
         running = window.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        return fact.select(
+        return events.select(
             "ts", (F.row_number().over(window) + F.coalesce(F.sum("v").over(running), F.lit(0))
                    + F.coalesce(F.lag("v").over(window), F.lit(0))).alias("s"))
 
     def window_global() -> DataFrame:
         return ordered_by_ts(Window.orderBy("ts"))
+
+    def window_global_two_tasks() -> DataFrame:
+        # As a table of two files is read: the window's shuffle has two map outputs, each half
+        # the table, which a split would sample and route whole (docs/window.md, "When a window
+        # split pays").
+        return ordered_by_ts(Window.orderBy("ts"), fact.coalesce(2))
 
     def window_few_keys() -> DataFrame:
         return ordered_by_ts(Window.partitionBy("g").orderBy("ts"))
@@ -482,6 +489,7 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
         "window-global": {"query": window_global, "variants": one_task},
         "window-few-keys": {"query": window_few_keys, "variants": one_task},
         "window-moving": {"query": window_moving, "variants": one_task},
+        "window-global-two-tasks": {"query": window_global_two_tasks, "variants": one_task},
     }
 
 
@@ -754,7 +762,10 @@ def render_one_task(report: dict) -> str:
         "which vanilla runs in one task) and over `Window.partitionBy(\"g\").orderBy(\"ts\")` "
         "(window-few-keys, one task per group), checked as one sum; window-moving: a `sum(v)` "
         "over the last 7 rows and a `max(v)` over 3 rows either side (bounded ROWS frames) over "
-        "`Window.orderBy(\"ts\")`, checked as one sum. vanilla-again is vanilla "
+        "`Window.orderBy(\"ts\")`, checked as one sum; window-global-two-tasks: window-global's "
+        "query over the events read by 2 tasks (`coalesce(2)`, as a table of two files is), "
+        "whose window's shuffle has 2 map outputs a split would read whole twice "
+        "(docs/window.md, \"When a window split pays\"). vanilla-again is vanilla "
         "once more (the A/A control: what identical plans measure apart in this run); "
         "skewagg@64 plans for 64 task slots, skewagg for this machine's 2. vs vanilla: the ratio "
         "of the medians, then the lowest and highest ratio within one repeat. Peak task memory: "

@@ -34,8 +34,9 @@ final case class WindowSplitSettings(
 /**
  * The skewed partitions of the window's shuffle (`skew`), read in `pieces` (map-output ranges of
  * about `pieceSize`; the reducers of a spec holding one of them, whole), the specs that hold none
- * (`ordinary`, Spark's window as before), the hash partitions the sample plans for (`slices`) and
- * the map outputs it reads, each with the rows each of its rows stands for (`sample`).
+ * (`ordinary`, Spark's window as before), the hash partitions the sample plans for (`slices`),
+ * the map outputs it reads, each with the rows each of its rows stands for (`sample`), and what
+ * the split costs against Spark's window (`cost`).
  */
 final case class WindowPieces(
     skew: SkewedPartitions,
@@ -43,7 +44,8 @@ final case class WindowPieces(
     pieces: Seq[ShufflePartitionSpec],
     ordinary: Seq[ShufflePartitionSpec],
     slices: Int,
-    sample: Seq[(ShufflePartitionSpec, Double)])
+    sample: Seq[(ShufflePartitionSpec, Double)],
+    cost: WindowSplitCost)
 
 /**
  * The split a run makes: `pieces` routed by `routings` (one per window of the chain, the first
@@ -70,7 +72,7 @@ final case class SplitKeys(split: Seq[Int], spark: Seq[Int], note: Option[String
  *
  *  1. [[pieces]]: the shuffle's sizes, the specs Spark reads it in and the settings → the skewed
  *     partitions read in pieces and the map outputs the sample reads, or why the window runs as
- *     Spark's;
+ *     Spark's (nothing skewed, or a split that would not pay: [[WindowSplitCost]]);
  *  2. [[split]]: those pieces and the sample's routings → the routings the run follows, its
  *     tasks and its description, or why no key is split;
  *  3. [[splitKeys]]: what the summaries say of each hot key → the keys split and those left to
@@ -90,6 +92,8 @@ object WindowSplitPlan {
    * other reducers of such a spec whole. Without PARTITION BY the one key is the whole
    * partition: it is sampled in as many slices as pieces of that size would hold it, and from at
    * least as many map outputs (an order that follows the input's files is a run per map output).
+   * A split that would take longer than Spark's stage ([[WindowSplitCost]]) is not made, unless
+   * the SKEW_AGG hint asks for it.
    */
   def pieces(
       sizes: WindowShuffleSizes,
@@ -118,7 +122,20 @@ object WindowSplitPlan {
       sampled.map(i => i -> sizes.byMapOutput(i)),
       conf.getConf(SkewAggConf.WINDOW_SPLIT_SAMPLE_FRACTION),
       atLeast = math.min(slices, settings.maxSplits))
-    Right(WindowPieces(skew, pieceSize, pieces, ordinary, slices, sample))
+    val cost = WindowSplitCost.of(
+      byReducer,
+      skew,
+      pieces,
+      pieceSize,
+      ordinary,
+      sample.map(_._1),
+      settings.maxSplits)
+    val found = HotKeySplitWindowExec.describe(skew, settings.forced, settings.global)
+    if (!settings.forced && !cost.pays) {
+      Left(s"$found, left to Spark's window: the split would take ${cost.describe(skew.format)}")
+    } else {
+      Right(WindowPieces(skew, pieceSize, pieces, ordinary, slices, sample, cost))
+    }
   }
 
   /**
@@ -152,8 +169,12 @@ object WindowSplitPlan {
       if (routings.head.hotKeys.isEmpty || settings.global) ""
       else s"; the other keys of those partitions into $ordinaryTasks task(s)"
     val found = HotKeySplitWindowExec.describe(pieces.skew, settings.forced, settings.global)
-    val description =
-      s"$found, read in ${pieces.pieces.size} pieces; $split${chained.mkString}$others"
+    val cost = pieces.cost.describe(pieces.skew.format)
+    val pays =
+      if (pieces.cost.pays) s"the split takes $cost"
+      else s"by the hint, though the split takes $cost, more than Spark's"
+    val read = s"read in ${pieces.pieces.size} pieces ($pays)"
+    val description = s"$found, $read; $split${chained.mkString}$others"
     if (routings.head.hotKeys.isEmpty) Left(description)
     else Right(WindowSplit(pieces, routings, ordinaryTasks, tasks, description))
   }

@@ -59,7 +59,8 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     val decision = split.head.decision
     assert(
       decision.matches("no PARTITION BY: Spark runs the window in one task \\(.*, \\d+x the " +
-        "per-slot share on 64 slots\\), read in \\d+ pieces; the whole partition split by " +
+        "per-slot share on 64 slots\\), read in \\d+ pieces \\(the split takes about [0-9.]+x of " +
+        "Spark.s stage of .* on 64 slots .*\\); the whole partition split by " +
         "(order|map-output piece \\(no order\\)) into \\d+ tasks.*"),
       decision)
     assert(!decision.contains("other keys"), decision)
@@ -265,6 +266,23 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       val split = splits(d, adaptive)
       assert(split.size == 1 && split.head.metrics("splits").value == 0, split)
       assert(split.head.decision.contains("not split"), split.head.decision)
+    }
+  }
+
+  test("a table its input wrote in two map tasks: a split would not pay, Spark's window") {
+    // Each piece is a map output, half the table: the sample and the routing would each read
+    // half of it in one task, longer together than Spark's one task.
+    val d = windowed(
+      "row_number() OVER (ORDER BY o) AS rn, sum(v) OVER (ORDER BY o) AS s",
+      "(SELECT /*+ REPARTITION(2) */ * FROM t)")
+    for (adaptive <- Seq(true, false)) {
+      val split = splits(d, adaptive)
+      assert(split.size == 1 && split.head.metrics("splits").value == 0, split)
+      assert(
+        split.head.decision.matches("no PARTITION BY: Spark runs the window in one task " +
+          "\\(.*\\), left to Spark's window: the split would take about 1\\.\\d+x of Spark's " +
+          "stage of .*"),
+        split.head.decision)
     }
   }
 

@@ -87,29 +87,64 @@ class WindowSplitPlanSuite extends AnyFunSuite {
     assert(pieces.ordinary == Seq(CoalescedPartitionSpec(2, 4, 2 * MiB)))
   }
 
-  test("a lost map output reads the hot partition whole") {
+  test("a lost map output reads the hot partition whole, which only the hint asks for") {
     val lost = WindowShuffleSizes(
       Array(MiB, MiB, 64 * MiB),
       r => if (r == 2) Array(32 * MiB, -1L, 32 * MiB) else Array(MiB))
-    val pieces = piecesOf(lost).toOption.get
-    assert(pieces.pieces == Seq(CoalescedPartitionSpec(2, 3, 64 * MiB)))
+    // Routed whole in one task, the split would take longer than the task it replaces.
+    val reason = piecesOf(lost).left.toOption.get
+    assert(reason.contains("left to Spark's window: the split would take about "))
+    val pieces = piecesOf(lost, settings(forced = true)).toOption.get
+    assert(pieces.pieces.take(1) == Seq(CoalescedPartitionSpec(0, 1, MiB)))
+    assert(pieces.pieces.contains(CoalescedPartitionSpec(2, 3, 64 * MiB)))
     // (the lost one is not sampled)
-    assert(pieces.sample.map(_._1).forall {
-      case PartialReducerPartitionSpec(2, m, _, _) => m != 1
+    assert(!pieces.sample.map(_._1).exists {
+      case PartialReducerPartitionSpec(2, 1, _, _) => true
       case _ => false
     })
   }
 
+  test("a split pays against the stage it replaces, weighed by what its stages cost a byte") {
+    val s = sizes(Seq.fill(7)(MiB) :+ 64 * MiB: _*)(maps = 16)
+    val cost = piecesOf(s).toOption.get.cost
+    assert(cost.slots == 64)
+    assert(cost.sparkStage == 64.0 * MiB) // the hot task
+    assert(cost.sample == 4.0 * MiB) // one map output
+    assert(cost.route == 4.0 * MiB) // one piece
+    assert(cost.evaluate == 71.0 * MiB / 64) // the stage's share
+    import WindowSplitCost._
+    assert(cost.split ==
+      SampleWeight * 4 * MiB + RouteWeight * 4 * MiB + EvaluateWeight * 71 * MiB / 64)
+    assert(cost.pays)
+    assert(cost.describe(b => s"${b / MiB} MiB").startsWith(
+      "about 0.18x of Spark's stage of 64 MiB on 64 slots (its sample's longest read 4 MiB, " +
+        "routing 4 MiB, splits 1 MiB"))
+    // Written by 2 map tasks, the hot partition is sampled and routed in halves: the split
+    // would outlast the hot task.
+    val halves = sizes(Seq.fill(7)(MiB) :+ 64 * MiB: _*)(maps = 2)
+    val reason = piecesOf(halves).left.toOption.get
+    assert(reason.startsWith("1 skewed partition(s) of the window's shuffle"))
+    assert(reason.contains("left to Spark's window: the split would take about 1."))
+  }
+
   test("without PARTITION BY the one partition is sampled in as many slices as pieces hold it") {
-    // One partition of 40 MiB written by 2 map tasks: pieces of the floor would be 40, the map
-    // outputs give 2, so the sample plans 40 slices from at least 40 points (both outputs).
-    val one = WindowShuffleSizes(Array(0L, 40 * MiB, 0L), _ => Array(20 * MiB, 20 * MiB))
+    // One partition of 40 MiB written by 8 map tasks: pieces of the floor would be 40, the map
+    // outputs give 8, so the sample plans 40 slices from at least 40 points (every output).
+    val one = WindowShuffleSizes(Array(0L, 40 * MiB, 0L), _ => Array.fill(8)(5 * MiB))
     val pieces = piecesOf(one, settings(global = true)).toOption.get
-    assert(pieces.pieces.size == 2)
+    assert(pieces.pieces.size == 8)
     assert(pieces.slices == 40)
     assert(pieces.sample.map(_._1).toSet == pieces.pieces.toSet)
     // With PARTITION BY, as many slices as pieces.
-    assert(piecesOf(one).toOption.get.slices == 2)
+    assert(piecesOf(one).toOption.get.slices == 8)
+  }
+
+  test("a table written by two map tasks is not split: each would be read whole twice") {
+    val two = WindowShuffleSizes(Array(40 * MiB), _ => Array(20 * MiB, 20 * MiB))
+    val reason = piecesOf(two, settings(global = true)).left.toOption.get
+    assert(reason.startsWith("no PARTITION BY: Spark runs the window in one task (40.0 MiB"))
+    assert(reason.contains("left to Spark's window: the split would take about 1.22x"))
+    assert(piecesOf(two, settings(global = true, forced = true)).isRight)
   }
 
   test("the SKEW_AGG hint reads every partition that holds rows as skewed") {
@@ -145,7 +180,8 @@ class WindowSplitPlanSuite extends AnyFunSuite {
     val reason = WindowSplitPlan.split(hotPieces, sampled(Nil, 1e7), settings())
       .left.toOption.get
     assert(reason.startsWith("1 skewed partition(s) of the window's shuffle"))
-    assert(reason.contains("read in 16 pieces; no hot key split"))
+    assert(reason.contains("read in 16 pieces (the split takes about 0.18x"))
+    assert(reason.contains("; no hot key split"))
   }
 
   test("a hot key: its splits, the other keys in as many tasks as their rows fill") {
@@ -158,7 +194,9 @@ class WindowSplitPlanSuite extends AnyFunSuite {
     assert(split.routings.head.hotKeys.head.firstPartition == 4)
     assert(split.tasks == 4) // the key's 4 splits
     assert(split.description.contains("1 hot key split by order into 4 tasks"))
-    assert(split.description.endsWith("the other keys of those partitions into 4 task(s)"))
+    assert(split.description.endsWith("; the other keys of those partitions into 4 task(s)"))
+    assert(split.description.contains(", read in 16 pieces (the split takes about 0.18x of " +
+      "Spark's stage of 64.0 MiB on 64 slots"))
     // In place, the key stays in its pieces: one split, read by the pieces' tasks.
     val inPlace = WindowSplitPlan.split(hotPieces, sampled(Seq(hot), 0), settings(inPlace = true))
       .toOption.get
