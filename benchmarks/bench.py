@@ -720,17 +720,25 @@ def before_task_slots(rows: List[dict], when: str) -> str:
 
 
 def measured(report: dict) -> str:
-    """When the report's rows were measured: one time, or when each scenario's run started."""
-    started: Dict[str, str] = {}
+    """When and at which commit the report's rows were measured: once, or, for rows kept from
+    earlier runs, when each scenario's run started and its commit."""
+    started: Dict[str, tuple] = {}
     for r in report["results"]:
         when = r.get("when", report["when"])[:16]
-        started[r["scenario"]] = min(started.get(r["scenario"], when), when)
-    times: Dict[str, List[str]] = {}
-    for scenario, when in started.items():
-        times.setdefault(when, []).append(scenario)
+        commit = commit_of(r if "commit" in r else report)
+        earliest = started.get(r["scenario"], (when, commit))
+        started[r["scenario"]] = min(earliest, (when, commit))
+    times: Dict[tuple, List[str]] = {}
+    for scenario, at in started.items():
+        times.setdefault(at, []).append(scenario)
     if len(times) < 2:
-        return f"Measured {report['when']}"
-    return "Measured " + "; ".join(f"{', '.join(s)} from {w}" for w, s in sorted(times.items()))
+        return f"Measured {report['when']}{commit_of(report)}"
+    commits = {commit for _, commit in times}
+    if len(commits) == 1:
+        return "Measured " + "; ".join(f"{', '.join(s)} from {w}" for (w, _), s in
+                                       sorted(times.items())) + commits.pop()
+    return "Measured " + "; ".join(f"{', '.join(s)} from {w}{c}" for (w, c), s in
+                                   sorted(times.items()))
 
 
 def with_section(doc: str, section: str, text: str) -> str:
@@ -754,7 +762,7 @@ def render_one_task(report: dict) -> str:
     """Windows Spark runs in one task (the window-one-task section: `ONE_TASK`)."""
     return memory_table(report, written_by(
         "Windows in one task: no PARTITION BY, fewer keys than slots", ONE_TASK) + [
-        f"{measured(report)}{commit_of(report)} on {report['machine']} (2 cores, driver memory "
+        f"{measured(report)} on {report['machine']} (2 cores, driver memory "
         f"{report.get('driver_memory', '?')}{heap(report)}), {report['rows']:,} events (ts "
         "unique, in the order of the files; g one of 4 groups; v a long), median wall time of "
         f"{report['repeats']} runs per variant, alternating. Queries: `row_number()`, a running "
@@ -782,7 +790,7 @@ def written_by(title: str, scenarios: tuple) -> List[str]:
 def render_holistic(report: dict) -> str:
     return memory_table(report, written_by(
         "Holistic aggregates one key at a time (SingleKeyAggregate)", HOLISTIC) + [
-        f"{measured(report)}{commit_of(report)} on {report['machine']} (2 cores, driver memory "
+        f"{measured(report)} on {report['machine']} (2 cores, driver memory "
         f"{report.get('driver_memory', '?')}{heap(report)}), {report['rows']:,} fact rows "
         "(high-cardinality: "
         f"{2 * report['rows']:,} rows over {report['rows']:,} possible keys), median wall time of "

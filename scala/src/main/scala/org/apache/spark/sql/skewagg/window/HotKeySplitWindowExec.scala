@@ -29,13 +29,14 @@ import org.apache.spark.sql.skewagg.hotkey.{HotKeySplitMetrics, HotKeySplitPipel
  * as expression fields, which Spark's plan methods read and rewrite); `forced` (the SKEW_AGG
  * hint) reads every partition as skewed.
  *
- * Execution ([[HotKeySplitWindowEvaluator]], on the hot-key pipeline; every decision is a
- * function of the input, so task retries are safe):
+ * Execution ([[HotKeySplitWindowEvaluator]] runs what [[WindowSplitPlan]] decides, on the
+ * hot-key pipeline; every decision is a function of the input, so task retries are safe):
  *  1. Partitions that are not skewed run Spark's own sort and window, as before.
  *  2. The skewed ones are read in map-output pieces (as Spark's skew join reads them); one job
  *     samples a part of their map outputs ([[SampledMapOutputs]], [[HotKeyRanges.sample]]): hot
  *     keys, and bounds of their order values. Without a hot key, they run Spark's sort and
- *     window too.
+ *     window too. Before the sample, the split is weighed against the stage of Spark's window it
+ *     replaces, from the sizes ([[WindowSplitCost]]): one that would not pay is not made.
  *  3. One shuffle of the pieces: the other keys by hash to as many partitions as their rows fill
  *     (the sample's estimate, in pieces; Spark's sort and window again), each hot key by order
  *     range to its own split partitions, so peers (equal order values) meet in one split and the

@@ -39,13 +39,13 @@ final case class WindowSplitCost(
 
   def pays: Boolean = split < sparkStage
 
-  /** "about 0.06x of Spark's task of 58.2 MiB on 64 slots (its sample ..., ...)". */
+  /** "about 0.06x of Spark's stage of 58.2 MiB on 64 slots: its sample's longest read ...". */
   def describe(format: Long => String): String =
     f"about ${split / sparkStage}%.2fx of Spark's stage of ${format(sparkStage.toLong)} on " +
-      s"$slots slots (its sample's longest read ${format(sample.toLong)}, routing " +
+      s"$slots slots: its sample's longest read ${format(sample.toLong)}, routing " +
       s"${format(route.toLong)}, splits ${format(evaluate.toLong)}, weighed " +
       s"${WindowSplitCost.SampleWeight}, ${WindowSplitCost.RouteWeight} and " +
-      s"${WindowSplitCost.EvaluateWeight} a byte against Spark's window)"
+      s"${WindowSplitCost.EvaluateWeight} a byte against Spark's window"
 }
 
 object WindowSplitCost {

@@ -60,7 +60,7 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     assert(
       decision.matches("no PARTITION BY: Spark runs the window in one task \\(.*, \\d+x the " +
         "per-slot share on 64 slots\\), read in \\d+ pieces \\(the split takes about [0-9.]+x of " +
-        "Spark.s stage of .* on 64 slots .*\\); the whole partition split by " +
+        "Spark.s stage of .* on 64 slots: .*\\); the whole partition split by " +
         "(order|map-output piece \\(no order\\)) into \\d+ tasks.*"),
       decision)
     assert(!decision.contains("other keys"), decision)

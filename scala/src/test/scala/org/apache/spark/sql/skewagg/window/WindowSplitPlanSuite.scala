@@ -117,7 +117,7 @@ class WindowSplitPlanSuite extends AnyFunSuite {
       SampleWeight * 4 * MiB + RouteWeight * 4 * MiB + EvaluateWeight * 71 * MiB / 64)
     assert(cost.pays)
     assert(cost.describe(b => s"${b / MiB} MiB").startsWith(
-      "about 0.18x of Spark's stage of 64 MiB on 64 slots (its sample's longest read 4 MiB, " +
+      "about 0.18x of Spark's stage of 64 MiB on 64 slots: its sample's longest read 4 MiB, " +
         "routing 4 MiB, splits 1 MiB"))
     // Written by 2 map tasks, the hot partition is sampled and routed in halves: the split
     // would outlast the hot task.
