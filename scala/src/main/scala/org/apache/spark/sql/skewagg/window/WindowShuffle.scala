@@ -21,9 +21,10 @@ private[window] sealed trait WindowShuffle {
     val tracker = SparkEnv.get.mapOutputTracker.asInstanceOf[MapOutputTrackerMaster]
     WindowShuffleSizes(
       stats.bytesByPartitionId,
-      reducer => tracker.shuffleStatuses(stats.shuffleId).withMapStatuses(_.map { status =>
-        if (status == null) -1L else status.getSizeForBlock(reducer)
-      }))
+      reducer =>
+        tracker.shuffleStatuses(stats.shuffleId).withMapStatuses(_.map { status =>
+          if (status == null) -1L else status.getSizeForBlock(reducer)
+        }))
   }
 
   /** How Spark reads the shuffle: its read's specs, or one spec per reducer. */

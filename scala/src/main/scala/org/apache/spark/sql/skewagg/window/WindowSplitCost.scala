@@ -91,7 +91,7 @@ object WindowSplitCost {
   private def sizeOf(sizes: Array[Long], spec: ShufflePartitionSpec): Long = spec match {
     case p: PartialReducerPartitionSpec => p.dataSize
     case c: CoalescedPartitionSpec => c.dataSize.getOrElse(
-      WindowSplitPlan.reducers(c).map(sizes(_)).sum)
+        WindowSplitPlan.reducers(c).map(sizes(_)).sum)
     case _ => 0L // (read in pieces by another rule: not the split's)
   }
 }

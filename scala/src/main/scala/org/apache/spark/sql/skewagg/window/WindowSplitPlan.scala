@@ -199,8 +199,8 @@ object WindowSplitPlan {
         s"(${maxRangeFrameRows.key}), or bounds that wrap around")).collect {
       case (keys, why) if keys.nonEmpty => s"${keys.size} key(s) in Spark's window: $why"
     }
-    SplitKeys(split, tooLarge ++ rangedTooFar, if (unsplit.isEmpty) None
-      else Some(unsplit.mkString("; ")))
+    val note = if (unsplit.isEmpty) None else Some(unsplit.mkString("; "))
+    SplitKeys(split, tooLarge ++ rangedTooFar, note)
   }
 
   /** The reducers a spec of Spark's read reads whole (none: a piece another rule cut). */

@@ -209,10 +209,14 @@ class WindowSplitPlanSuite extends AnyFunSuite {
   test("keys a split cannot compute run Spark's window, each reason said once") {
     val c = conf()
     val all = WindowSplitPlan.splitKeys(
-      IndexedSeq(true, true, true), IndexedSeq(true, true, true), c)
+      IndexedSeq(true, true, true),
+      IndexedSeq(true, true, true),
+      c)
     assert(all == SplitKeys(Seq(0, 1, 2), Nil, None))
     val some = WindowSplitPlan.splitKeys(
-      IndexedSeq(true, false, true), IndexedSeq(true, true, false), c)
+      IndexedSeq(true, false, true),
+      IndexedSeq(true, true, false),
+      c)
     assert(some.split == Seq(0))
     assert(some.spark.toSet == Set(1, 2))
     assert(some.note.get == "1 key(s) in Spark's window: too many rows for a ranking " +
