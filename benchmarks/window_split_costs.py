@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 import skewagg
-from bench import BASE_CONF, WORK, write_event_tables
+from bench import BASE_CONF, WORK, scenario_queries, write_event_tables
 from skewagg.tasktimes import StageTimes, TaskTimeRecorder
 
 
@@ -39,14 +39,11 @@ def fit(stage: StageTimes) -> Tuple[float, float]:
 
 
 def queries(events: DataFrame) -> Dict[str, DataFrame]:
-    def ordered(window: Window) -> DataFrame:
-        running = window.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        return events.select(
-            "ts", (F.row_number().over(window) + F.coalesce(F.sum("v").over(running), F.lit(0))
-                   + F.coalesce(F.lag("v").over(window), F.lit(0))).alias("s"))
+    """bench.py's window-global and window-few-keys, and a whole-partition sum over the groups."""
+    bench = scenario_queries(events, events, events)
     return {
-        "window-global": ordered(Window.orderBy("ts")),
-        "window-few-keys": ordered(Window.partitionBy("g").orderBy("ts")),
+        "window-global": bench["window-global"]["query"](),
+        "window-few-keys": bench["window-few-keys"]["query"](),
         "whole-partition-sum": events.select(
             "ts", F.sum("v").over(Window.partitionBy("g")).alias("s")),
     }

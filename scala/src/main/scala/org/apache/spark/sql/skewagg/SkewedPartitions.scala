@@ -50,14 +50,9 @@ object SkewedPartitions {
    * than the skew factor times the even share of the whole per task slot, however large the other
    * partitions are. So one partition holding a whole stage (a window without PARTITION BY), or a
    * few keys in about as many partitions on many more slots, is skewed where the median test
-   * would find it typical. The slots are those of a stage of `splitTasks` tasks, as many as the
-   * split can make.
+   * would find it typical. `slots`: those of the stage the split runs ([[slotsOfSplit]]).
    */
-  def bySlotShare(sizes: Array[Long], conf: SQLConf, splitTasks: Int): SkewedPartitions =
-    bySlotShareOn(sizes, conf, slotsOfSplit(sizes.length, conf, splitTasks))
-
-  /** [[bySlotShare]] on `slots` task slots. */
-  def bySlotShareOn(sizes: Array[Long], conf: SQLConf, slots: Int): SkewedPartitions = find(
+  def bySlotShare(sizes: Array[Long], conf: SQLConf, slots: Int): SkewedPartitions = find(
     sizes,
     conf,
     slots,
@@ -66,7 +61,7 @@ object SkewedPartitions {
 
   /**
    * The slots of a stage that reads a shuffle of `partitions` partitions split into up to
-   * `splitTasks` tasks ([[TaskSlots]]).
+   * `splitTasks` tasks, as many as the split can make ([[TaskSlots]]).
    */
   def slotsOfSplit(partitions: Int, conf: SQLConf, splitTasks: Int): Int =
     TaskSlots.of(conf, math.max(partitions, splitTasks))

@@ -73,7 +73,10 @@ class SkewTestVectorsSuite extends AnyFunSuite {
       val conf = confOf(c)
       // The case's task slots, as the rules' TaskSlots reads them.
       conf.setConf(SkewAggConf.SKEW_TASK_SLOTS, c.get("slots").asInt)
-      val found = SkewedPartitions.bySlotShare(longs(c, "sizes"), conf, splitTasks = 1)
+      val found = SkewedPartitions.bySlotShare(
+        longs(c, "sizes"),
+        conf,
+        SkewedPartitions.slotsOfSplit(longs(c, "sizes").length, conf, splitTasks = 1))
       val expected = c.get("skewed").elements().asScala.map(_.asInt).toSeq
       assert(found.skewed.map(_._1) == expected, name)
       assert(found.medianSize == c.get("median").asLong, name)
