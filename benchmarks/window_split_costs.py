@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 import skewagg
-from bench import BASE_CONF, WORK, scenario_queries, write_event_tables
+from bench import BASE_CONF, VARIANT_CONF, WORK, scenario_queries, write_event_tables
 from skewagg.tasktimes import StageTimes, TaskTimeRecorder
 
 
@@ -71,9 +71,7 @@ def main(argv: List[str] | None = None) -> int:
     events = spark.read.parquet(str(write_event_tables(spark, base, args.rows)))
     recorder = TaskTimeRecorder(spark)
     out = []
-    variants = {"vanilla": {"spark.skewagg.enabled": "false"},
-                "skewagg@64": {"spark.skewagg.enabled": "true",
-                               "spark.skewagg.skew.taskSlots": "64"}}
+    variants = {v: VARIANT_CONF[v] for v in ("vanilla", "skewagg@64")}
     for name, df in queries(events).items():
         for repeat in range(args.repeats + 1):  # (the first a warm-up, not printed)
             for variant, conf in variants.items():
