@@ -82,8 +82,9 @@ SBT_PROJECTS := $(foreach line,$(SPARK_LINES),spark$(subst .,,$(line)))
 ALL_SBT_PROJECTS := $(SBT_PROJECTS) $(shell grep -v '^\#' build/spark-lines | \
   awk 'NF >= 5 {split($$5, v, "."); l = $$1; gsub(/\./, "", l); print "spark" l "_" v[1] v[2]}')
 
-lint: ## scalafmt (.scalafmt.conf) on every line's sources, and no Scala or Python line over 100 columns
+lint: ## scalafmt (.scalafmt.conf) on every line's sources, no Scala or Python line over 100 columns, ruff and mypy (build/lint-python)
 	build/check-lines
+	build/lint-python
 	build/sbt $(foreach p,$(SBT_PROJECTS),$(p)/scalafmtCheckAll)
 
 format: ## apply scalafmt to every line's sources

@@ -24,9 +24,9 @@ import sys
 from typing import Dict, List, Optional, Set, Tuple
 
 import skewagg
-from skewagg.advise import StageAdvice
-from skewagg.eventlog import PlanNode, find_logs, read_application
-from skewagg.tasktimes import query_makespan
+from skewagg.advisor import StageAdvice
+from skewagg.advisor.eventlog import PlanNode, find_logs, read_application
+from skewagg.advisor.makespan import query_makespan
 
 VARIANTS = ("skewagg@64", "skewagg")
 Run = Tuple[str, str, str]  # scenario, data, variant

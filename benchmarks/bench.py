@@ -39,10 +39,10 @@ docs/benchmarks.md.
 
 Per run it records wall time and, from every task of the query, the hot stage's longest and
 median task and the simulated makespan on 64 and 512 slots (tasks list-scheduled; see
-skewagg.tasktimes), and whether skewagg rewrote the plan. Variants alternate within each repeat,
-in an order rotated between repeats, after a JVM garbage collection, so drift and the previous
-run's garbage hit all alike; the median wall time over the repeats is reported. Every run's
-result checksum must equal vanilla's.
+skewagg.advisor.makespan), and whether skewagg rewrote the plan. Variants alternate within each
+repeat, in an order rotated between repeats, after a JVM garbage collection, so drift and the
+previous run's garbage hit all alike; the median wall time over the repeats is reported. Every
+run's result checksum must equal vanilla's.
 """
 
 from __future__ import annotations
@@ -63,10 +63,10 @@ from pyspark.sql import functions as F
 import skewagg
 import tpch
 from headline import commit_of, wall_ratio
-from skewagg._jars import spark_line
 from skewagg import demo
+from skewagg._jars import spark_line
 from skewagg.demo import result_checksum, same_result
-from skewagg.tasktimes import TaskTimeRecorder
+from skewagg.stage_report import TaskTimeRecorder
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "benchmarks" / "work"

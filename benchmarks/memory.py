@@ -49,7 +49,7 @@ def child(args: argparse.Namespace) -> int:
     from pyspark.sql.window import Window
 
     import skewagg
-    from skewagg.tasktimes import TaskTimeRecorder
+    from skewagg.stage_report import TaskTimeRecorder
 
     builder = (SparkSession.builder.master("local[2]").appName(f"skewagg-memory-{args.variant}")
                .config("spark.driver.memory", args.driver_memory)

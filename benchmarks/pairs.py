@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 import skewagg
 from bench import TPCH_Q12
 from skewagg import demo
-from skewagg.tasktimes import TaskTimeRecorder
+from skewagg.stage_report import TaskTimeRecorder
 
 TABLES = Path(__file__).resolve().parent / "work" / "rows=20000000-v3"
 VARIANTS = {

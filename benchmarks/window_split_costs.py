@@ -21,7 +21,8 @@ from pyspark.sql import functions as F
 
 import skewagg
 from bench import BASE_CONF, VARIANT_CONF, WORK, scenario_queries, write_event_tables
-from skewagg.tasktimes import StageTimes, TaskTimeRecorder
+from skewagg.advisor.makespan import StageTimes
+from skewagg.stage_report import TaskTimeRecorder
 
 
 def fit(stage: StageTimes) -> Tuple[float, float]:

@@ -108,7 +108,7 @@ def advise_example() -> str:
     import subprocess
     import tempfile
 
-    from skewagg.advise import advise
+    from skewagg.advisor import advise
 
     browser = next((b for b in map(shutil.which, BROWSERS) if b), None)
     if browser is None:

@@ -6,15 +6,14 @@ from __future__ import annotations
 import math
 import os
 from contextlib import contextmanager
-
 from decimal import Decimal
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Tuple
 
+import pyspark
 import pytest
 from chispa.row_comparer import are_rows_approx_equal
 from chispa.rows_comparer import assert_generic_rows_equality
 from chispa.schema_comparer import assert_schema_equality
-import pyspark
 from pyspark import SparkContext
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.types import StructType

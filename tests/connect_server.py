@@ -9,9 +9,9 @@ import socket
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional
-from contextlib import contextmanager
 
 from subprocesses import BIN, child_env
 

@@ -15,9 +15,9 @@ from typing import Dict, List
 
 import pytest
 
-from skewagg.advise import AdviceReport, StageAdvice, advise
+from skewagg.advisor import AdviceReport, StageAdvice, advise
+from skewagg.advisor.eventlog import EventLogError, find_logs, lzf_decompress, read_lines
 from skewagg.errors import SkewAggError
-from skewagg.eventlog import EventLogError, find_logs, lzf_decompress, read_lines
 from subprocesses import APPS, Started, child_env, report
 
 FIXTURES = Path(__file__).resolve().parent / "eventlogs"
@@ -313,44 +313,45 @@ def test_reduce_work_after_a_local_aggregate() -> None:
     """A reduce task's work with the local aggregate: its rows after it over its rows read, and
     where the partial rows are merged after a join's shuffle, the merge's rows and the join's and
     final aggregate's groups over the join's and aggregate's rows read."""
-    from skewagg.advise import _merged_rows, _reduce_work
+    from skewagg.advisor.estimates import merged_rows, reduce_work
 
     # 28,000 rows of 2,000 keys over 64 map tasks: few repeat within a map task.
-    after = _merged_rows(28_000, 2_000, 64, 16_384)
+    after = merged_rows(28_000, 2_000, 64, 16_384)
     assert 24_000 < after < 26_000
-    assert _reduce_work(28_000, after, 2_000, merged=False) == after / 28_000
-    assert _reduce_work(28_000, after, 2_000, merged=True) == pytest.approx(
+    assert reduce_work(28_000, after, 2_000, merged=False) == after / 28_000
+    assert reduce_work(28_000, after, 2_000, merged=True) == pytest.approx(
         (after + 4_000) / 56_000)
     # A hot key: 64 partial rows of one key; merging cannot cost more than the rows read.
-    assert _reduce_work(1_000_000, 64, 1, merged=True) < 0.001
-    assert _reduce_work(100, 100, 100, merged=True) == 1.0
+    assert reduce_work(1_000_000, 64, 1, merged=True) < 0.001
+    assert reduce_work(100, 100, 100, merged=True) == 1.0
 
 
 def test_a_hot_partition_is_a_typical_one_plus_its_hot_key() -> None:
     """The local aggregate's estimate of a partition holding a hot key: its rows beyond the median
     partition's merge by the hot key's own values, not by all the partition's groups; a hot key
     over more values than the local aggregate's map holds passes through."""
-    from skewagg.advise import _after_local
+    from skewagg.advisor.estimates import after_local
 
     typical = (75_000.0, 65_000.0)  # rows, groups of the median partition
     # 6M rows more over 1,000 values of the hot key: one row per value and map task at most.
-    few = _after_local(6_075_000, 66_000, typical, 64, 16_384)
+    few = after_local(6_075_000, 66_000, typical, 64, 16_384)
     assert few == 75_000 + 64 * 1_000  # the typical part's groups are beyond the map: kept
     # Over 100,000 values: more than the map holds, passed through.
-    many = _after_local(6_075_000, 165_000, typical, 64, 16_384)
+    many = after_local(6_075_000, 165_000, typical, 64, 16_384)
     assert many == 6_075_000
 
 
 def test_split_pieces_cost_the_shortest_task_each() -> None:
-    from skewagg.advise import _Decision, _estimate
+    from skewagg.advisor.decision import Decision
+    from skewagg.advisor.estimates import estimate_makespan
 
     durations = [20] * 8 + [420]
-    split = _Decision("split", "", pieces={8: 10})
-    assert _estimate(durations, split, 64) == 20 + 400 / 10  # a piece
-    apart = _Decision("split", "", pieces={8: 10}, stages_apart=1)
-    assert _estimate(durations, apart, 64) == 20 + 60  # the others, then the pieces' stage
-    regrouped = _Decision("split", "", pieces={8: 10}, stages_apart=2)
-    assert _estimate(durations, regrouped, 64) == 20 + 2 * 60
+    split = Decision("split", "", pieces={8: 10})
+    assert estimate_makespan(durations, split, 64) == 20 + 400 / 10  # a piece
+    apart = Decision("split", "", pieces={8: 10}, stages_apart=1)
+    assert estimate_makespan(durations, apart, 64) == 20 + 60  # the others, then the pieces' stage
+    regrouped = Decision("split", "", pieces={8: 10}, stages_apart=2)
+    assert estimate_makespan(durations, regrouped, 64) == 20 + 2 * 60
 
 
 def test_a_window_without_partition_by_is_one_task_split_by_its_order(tmp_path: Path) -> None:

@@ -75,7 +75,7 @@ def test_configure_keeps_a_block_skew_factor_the_user_chose() -> None:
 
 def test_configure_on_a_remote_connect_client_sets_only_session_settings(
         capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(skewagg, "_server_flags_shown", False)
+    monkeypatch.setattr(skewagg.session, "_server_flags_shown", False)
     builder = SparkSession.Builder()
     builder._options.clear()  # (pyspark 3.5: a class attribute shared by every builder)
     builder.remote("sc://spark.example.com:15002")

@@ -13,7 +13,6 @@ import skewagg
 from conftest import EXPLAIN_SECTIONS, SPARK_LINE
 from test_join_skew_split import dim, fact, small_skew_settings  # noqa: F401 (fixture)
 
-
 LOCAL_AGGREGATE = "spark.skewagg.join.localAggregate.enabled"
 
 

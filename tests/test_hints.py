@@ -12,6 +12,7 @@ from conftest import SPARK_LINE, differential
 from plans import Plan
 from subprocesses import APPS, report, run
 
+
 def fact(spark: SparkSession) -> DataFrame:
     return spark.range(0, 6000).select(
         F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(F.col("id") % 300).alias("k"),

@@ -8,7 +8,6 @@ from conftest import differential
 from plans import USER_REPARTITION
 
 
-
 def skewed(spark: SparkSession) -> DataFrame:
     return spark.range(0, 5000).select(
         F.when(F.col("id") % 10 < 3, F.lit(0)).otherwise(F.col("id") % 400).alias("k"),

@@ -11,7 +11,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import skewagg
-from skewagg.report import gini, parse_bytes
+from skewagg.advisor.skew_rule import parse_bytes
+from skewagg.skew_report import gini
 
 # k: a x6, b x2, c x1, d x1 (10 rows). Ascending counts 1,1,2,6: Gini = 1 - (1+3+6+14)/(4*10)
 # = 0.4; the mean-absolute-difference definition gives the same: 32 / (2 * 4^2 * 2.5) = 0.4.
@@ -123,10 +124,17 @@ def test_the_python_skew_test_is_the_rules_own(spark: SparkSession) -> None:
     """analyze uses the rules' skew test when skewagg is loaded; its Python copy, for sessions
     without skewagg, gives the same verdict, and its defaults are the config object's."""
     from skewagg._bridge import bridge
-    from skewagg.report import (
-        DEFAULT_SKEW_FACTOR, DEFAULT_SKEW_FLOOR, DEFAULT_SPLIT_SIZE, SKEW_FACTOR_KEY,
-        DEFAULT_TASK_SLOTS, SKEW_FLOOR_KEY, SPLIT_SIZE_KEY, TASK_SLOTS_KEY, python_skew_verdict,
-        skew_verdict)
+    from skewagg.advisor.skew_rule import (
+        DEFAULT_SKEW_FACTOR,
+        DEFAULT_SKEW_FLOOR,
+        DEFAULT_SPLIT_SIZE,
+        DEFAULT_TASK_SLOTS,
+        SKEW_FACTOR_KEY,
+        SKEW_FLOOR_KEY,
+        SPLIT_SIZE_KEY,
+        TASK_SLOTS_KEY,
+    )
+    from skewagg.skew_report import python_skew_verdict, skew_verdict
 
     jvm = bridge(spark)
     assert parse_bytes(str(jvm.defaultOf(SKEW_FLOOR_KEY))) == parse_bytes(DEFAULT_SKEW_FLOOR)

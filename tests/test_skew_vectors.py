@@ -10,9 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from skewagg.advisor.skew_rule import (
+    SkewSettings,
+    default_settings,
+    find_by_slot_share,
+    find_skewed,
+    measure_rows,
+    split_size,
+)
 from skewagg.errors import SkewAggError
-from skewagg.skewtest import (
-    SkewSettings, default_settings, find_by_slot_share, find_skewed, measure_rows, split_size)
 
 VECTORS = json.loads((Path(__file__).resolve().parent / "data" / "skew_test_vectors.json")
                      .read_text())

@@ -12,7 +12,14 @@ import pytest
 import skewagg
 from plans import USER_REPARTITION, Plan
 from subprocesses import (
-    Started, child_env, report, spark_home, spark_submit, spark_submit_args, submit_args)
+    Started,
+    child_env,
+    report,
+    spark_home,
+    spark_submit,
+    spark_submit_args,
+    submit_args,
+)
 
 pytestmark = [pytest.mark.packaging, pytest.mark.spread]
 

@@ -9,8 +9,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import skewagg
-from skewagg.stagereport import StageReport
-from skewagg.tasktimes import QueryTimes, StageTimes
+from skewagg.advisor.makespan import QueryTimes, StageTimes
+from skewagg.stage_report import StageReport
 
 
 def fake(spark: SparkSession, label: str, durations: list) -> StageReport:

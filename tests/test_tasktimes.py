@@ -1,7 +1,8 @@
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from skewagg.tasktimes import QueryTimes, StageTimes, TaskTimeRecorder, makespan
+from skewagg.advisor.makespan import QueryTimes, StageTimes, makespan
+from skewagg.stage_report import TaskTimeRecorder
 
 
 def test_makespan_list_schedules_in_order() -> None:

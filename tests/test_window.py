@@ -11,8 +11,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 import skewagg
-from conftest import differential, session_settings
 from apps.window_split import SPLIT_CONF
+from conftest import differential, session_settings
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ import shlex
 import sys
 from typing import List, Optional
 
-from skewagg import jar_path, server_flags, supported_spark_lines
+from skewagg._jars import supported_spark_lines
 from skewagg.errors import SkewAggError
-
+from skewagg.session import jar_path, server_flags
 
 FORMATS = {"parquet", "csv", "json", "orc"}
 
@@ -28,13 +28,13 @@ def analyze_file(path: str, keys: str, fmt: Optional[str], top: int,
         fmt = ext if ext in FORMATS else "parquet"
     from pyspark.sql import SparkSession
 
-    import skewagg
-    from skewagg.report import analyze
+    from skewagg.session import configure
+    from skewagg.skew_report import analyze
 
     builder = (SparkSession.builder.master("local[*]").appName("skewagg analyze")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false"))
-    spark = skewagg.configure(builder).getOrCreate()
+    spark = configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
         reader = spark.read.format(fmt)
@@ -61,7 +61,7 @@ def advise_logs(paths: List[str], task_slots: Optional[int], conf: List[str],
                 html: Optional[str]) -> int:
     """Prints the advisor's table for the event logs under ``paths``; writes the HTML report to
     ``html``. Exit code 0, or 1 when some logs could not be read (they are listed)."""
-    from skewagg.advise import advise
+    from skewagg.advisor import advise
 
     settings = {}
     for item in conf:

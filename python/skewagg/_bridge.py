@@ -1,10 +1,10 @@
-"""The one object through which Python calls skewagg's JVM code (``io.skewagg.PythonBridge``)."""
+"""The one door through which Python calls skewagg's JVM code (``io.skewagg.PythonBridge``, over
+py4j), and the check that keeps Spark Connect clients, which have no driver JVM, from it."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from skewagg._session import is_connect
 from skewagg.errors import ConnectNotSupportedError
 
 if TYPE_CHECKING:
@@ -12,6 +12,11 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 BRIDGE_CLASS = "io.skewagg.PythonBridge"
+
+
+def is_connect(spark: "SparkSession") -> bool:
+    """Whether ``spark`` is a Spark Connect client session (its server runs the queries)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def bridge(spark: SparkSession, instead: str = "") -> Any:
@@ -40,7 +45,7 @@ def driver_scala_version(spark: SparkSession) -> Optional[str]:
 def context_scala_version(context: SparkContext) -> Optional[str]:
     """The Scala version of a running SparkContext's JVM; None when it cannot be read."""
     try:
-        jvm = context._jvm  # type: ignore[union-attr]
+        jvm: Any = context._jvm
         return str(jvm.scala.util.Properties.versionNumberString())
     except Exception:
         return None

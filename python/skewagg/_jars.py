@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from skewagg._bridge import context_scala_version
 from skewagg.errors import JarNotFoundError, SparkNotFoundError, UnsupportedSparkVersionError
 from skewagg.version import __version__
 
@@ -103,8 +104,6 @@ def _running_context() -> Optional[RunningSpark]:
         version = str(sc.version)
     except Exception:  # a pyspark without a classic SparkContext (pyspark-client)
         return None
-    from skewagg._bridge import context_scala_version
-
     scala = context_scala_version(sc)
     return RunningSpark(version, scala_binary(scala) if scala else None,
                         f"the running SparkContext (Spark {version})", "context")

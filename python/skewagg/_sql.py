@@ -18,6 +18,11 @@ TAG_PREFIX = "skewagg-"
 """Only the jobs of tags starting with this are recorded for :data:`TASK_TIMES_FUNCTION`."""
 
 
+def _scalar(spark: "SparkSession", query: str) -> Any:
+    """The one value of a query of one row and one column."""
+    return spark.sql(query).collect()[0][0]
+
+
 def explanation(df: "DataFrame", run: bool) -> str:
     """``skewagg_explain(TABLE(df), run)``: the text of :func:`skewagg.explain`."""
     rows = df.sparkSession.sql(
@@ -36,9 +41,9 @@ def skew_test(spark: "SparkSession", partition_bytes: Sequence[int]) -> Dict[str
     """``skewagg_skew_test(array(...))``: the rules' skew test under ``spark``'s settings."""
     sizes = ", ".join(str(int(b)) for b in partition_bytes)
     sizes_sql = f"array({sizes})" if sizes else "CAST(array() AS ARRAY<BIGINT>)"
-    return json.loads(spark.sql(f"SELECT {SKEW_TEST_FUNCTION}({sizes_sql})").head()[0])
+    return json.loads(_scalar(spark, f"SELECT {SKEW_TEST_FUNCTION}({sizes_sql})"))
 
 
 def task_slots(spark: "SparkSession") -> int:
     """``skewagg_task_slots()``: the slots the rules plan a shuffle's stage for."""
-    return int(spark.sql(f"SELECT {TASK_SLOTS_FUNCTION}()").head()[0])
+    return int(_scalar(spark, f"SELECT {TASK_SLOTS_FUNCTION}()"))

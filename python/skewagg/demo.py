@@ -17,9 +17,10 @@ from typing import List, Optional, Sequence, Tuple
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import skewagg
+from skewagg import session
 from skewagg._bridge import bridge
-from skewagg.tasktimes import QueryTimes, TaskTimeRecorder
+from skewagg.advisor.makespan import QueryTimes
+from skewagg.stage_report import TaskTimeRecorder
 
 DEFAULT_ROWS = 8_000_000
 KEYS = 1_000_000
@@ -31,7 +32,7 @@ def result_checksum(df: DataFrame) -> Tuple[Tuple[float, float], List[str]]:
     computed them, those of reused stages included."""
     totals = df.agg(F.count(F.lit(1)), F.sum("s"))
     row = totals.collect()[0]  # not head(): that runs a new limit query, not this plan
-    plan = totals._jdf.queryExecution().executedPlan()  # type: ignore[operator]
+    plan = totals._jdf.queryExecution().executedPlan()
     markers = str(bridge(df.sparkSession).operatorLines(plan))
     return (float(row[0]), float(row[1] or 0.0)), [m for m in markers.splitlines() if m]
 
@@ -66,9 +67,9 @@ def run(rows: Optional[int] = None) -> int:
         .config("spark.sql.autoBroadcastJoinThreshold", "-1")
         .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
     )
-    spark = skewagg.configure(builder).getOrCreate()
+    spark = session.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    print(skewagg.loaded_version(spark), "| active:", skewagg.is_active(spark))
+    print(session.loaded_version(spark), "| active:", session.is_active(spark))
 
     fact, dim = tables(spark, n)
 
@@ -84,11 +85,11 @@ def run(rows: Optional[int] = None) -> int:
     results: List[Tuple[str, Tuple[float, float], float, QueryTimes, List[str]]] = []
     result_checksum(query(False))  # warm-up
     for label, on, hinted in variants:
-        (skewagg.enable if on else skewagg.disable)(spark)
+        (session.enable if on else session.disable)(spark)
         start = time.perf_counter()
         (checksum, markers), times = recorder.measure(lambda: result_checksum(query(hinted)))
         results.append((label, checksum, time.perf_counter() - start, times, markers))
-    skewagg.enable(spark)
+    session.enable(spark)
     recorder.close()
     spark.stop()
 

@@ -17,32 +17,14 @@ server, or of a run made first with ``run=True``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
-from skewagg._bridge import bridge
-from skewagg._jars import line_order, running_spark_version, spark_line
-from skewagg._session import is_connect, require_loaded
+from skewagg._bridge import bridge, is_connect
 from skewagg._sql import explanation
+from skewagg.session import require_loaded
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
-
-EXPLAIN_GENERATOR_CLASS = "io.skewagg.SkewAggExplainGenerator"
-"""The class to list in ``spark.sql.extendedExplainProviders``."""
-
-EXPLAIN_PROVIDERS_KEY = "spark.sql.extendedExplainProviders"
-
-EXPLAIN_PROVIDERS_SINCE = (4, 0)
-"""The first Spark line whose EXPLAIN prints the sections of ``EXPLAIN_PROVIDERS_KEY``."""
-
-
-def has_explain_providers(spark_version: Optional[str] = None) -> bool:
-    """Whether Spark ``spark_version`` (default: the running Spark's) has extended explain
-    providers: :func:`explain` works on every line, ``df.explain("extended")``'s skewagg section
-    on Spark 4.0+."""
-    return line_order(spark_line(spark_version or running_spark_version())) >= \
-        EXPLAIN_PROVIDERS_SINCE
-
 
 def explain_text(df: "DataFrame", run: bool = False) -> str:
     """The explanation :func:`explain` prints, as a string."""

@@ -139,7 +139,10 @@ for adaptive in ADAPTIVE:
             ("final", True, disarmed, "final")]
     for name, on, map_token, final_token in runs:
         run = f"{name},adaptive={adaptive}"
-        token = lambda t: t if t == disarmed else os.path.join(TOKEN_DIR, f"{t}-{adaptive}")
+
+        def token(t: str, adaptive: bool = adaptive) -> str:
+            return t if t == disarmed else os.path.join(TOKEN_DIR, f"{t}-{adaptive}")
+
         wait_for_executors(sc, 2)
         (skewagg.enable if on else skewagg.disable)(spark)
         sc.setJobGroup(run, run)

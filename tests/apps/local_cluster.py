@@ -8,7 +8,6 @@ import json
 from typing import Any, Callable, Dict, List, Tuple
 
 from pyspark.sql import SparkSession
-
 from report_active import active
 from single_key_percentile import SHUFFLE_CONF, percentiles
 from window_split import SPLIT_CONF, windows

@@ -14,7 +14,13 @@ from pyspark.sql import SparkSession
 
 import skewagg
 from helper_cases import (
-    CASES, SETTINGS, explain_after_run, explain_before_run, settings, skewed_join)
+    CASES,
+    SETTINGS,
+    explain_after_run,
+    explain_before_run,
+    settings,
+    skewed_join,
+)
 from skewagg.errors import ConnectNotSupportedError
 
 
@@ -73,7 +79,7 @@ def test_explain_before_a_run_names_what_a_connect_user_can_do(spark: SparkSessi
 
 def test_classic_only_calls_raise_naming_the_alternative(spark: SparkSession) -> None:
     from plans import reported
-    from skewagg.tasktimes import TaskTimeRecorder
+    from skewagg.stage_report import TaskTimeRecorder
 
     with pytest.raises(ConnectNotSupportedError, match="skewagg.stage_report"):
         TaskTimeRecorder(spark)

@@ -19,7 +19,7 @@ class ConfigDocsSuite extends AnyFunSuite {
     assertCurrent(GenerateConfigDocs.relativePath, GenerateConfigDocs.render())
   }
 
-  test("python/skewagg/skew_settings.json is generated from SkewAggConf and current") {
+  test("python/skewagg/advisor/skew_settings.json is generated from SkewAggConf and current") {
     assertCurrent(GenerateConfigDocs.skewSettingsPath, GenerateConfigDocs.renderSkewSettings())
   }
 

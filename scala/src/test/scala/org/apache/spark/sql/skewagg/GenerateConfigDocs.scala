@@ -5,13 +5,13 @@ import java.nio.file.{Files, Path, Paths}
 
 /**
  * Writes `docs/configs.md` from [[SkewAggConf]], and the skew test's settings with their defaults
- * for the Python package (`python/skewagg/skew_settings.json`, read by the event-log advisor,
- * which runs without a JVM): `make docs` runs it, and [[ConfigDocsSuite]] fails when a committed
- * file differs from what it would write.
+ * for the Python package (`python/skewagg/advisor/skew_settings.json`, read by the event-log
+ * advisor, which runs without a JVM): `make docs` runs it, and [[ConfigDocsSuite]] fails when a
+ * committed file differs from what it would write.
  */
 object GenerateConfigDocs {
   val relativePath = "docs/configs.md"
-  val skewSettingsPath = "python/skewagg/skew_settings.json"
+  val skewSettingsPath = "python/skewagg/advisor/skew_settings.json"
 
   /**
    * The settings of the skew test ([[SkewedPartitions]], [[TaskSlots]]) and of the hot-key

@@ -16,23 +16,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 from skewagg._sql import skew_test
-from skewagg._session import is_loaded
+from skewagg.advisor.skew_rule import (
+    SKEW_FACTOR_KEY,
+    SKEW_FLOOR_KEY,
+    TASK_SLOTS_KEY,
+    SkewSettings,
+    default_settings,
+    find_skewed,
+    split_size,
+)
 from skewagg.errors import ColumnNotFoundError, SkewAggError
-from skewagg.skewtest import (  # noqa: F401 (parse_bytes: this module's API before skewtest)
-    SKEW_FACTOR_KEY, SKEW_FLOOR_KEY, SPLIT_SIZE_KEY, TASK_SLOTS_KEY, SkewSettings,
-    default_settings, find_skewed, parse_bytes, split_size)
+from skewagg.rendering import format_bytes, pyplot
+from skewagg.session import is_loaded
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
-
-def format_bytes(n: float) -> str:
-    """``16.0 MiB``-style sizes, as Spark prints them."""
-    for unit, size in (("EiB", 1 << 60), ("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30),
-                       ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= 2 * size:
-            return f"{n / size:.1f} {unit}"
-    return f"{int(n)} B"
-
 
 def gini(frequencies: Sequence[Tuple[int, int]]) -> float:
     """Gini coefficient of key row counts, given as ``(rows per key, number of such keys)`` pairs.
@@ -247,7 +245,7 @@ class SkewReport:
         Returns the matplotlib Figure; with ``path``, also saves it there (PNG, SVG, ...).
         Needs matplotlib (``pip install skewagg[plot]``).
         """
-        plt = _pyplot()
+        plt = pyplot()
         fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
         ranks: List[int] = []
         counts: List[int] = []
@@ -271,16 +269,6 @@ class SkewReport:
         if path:
             fig.savefig(path, dpi=100)
         return fig
-
-
-def _pyplot() -> Any:
-    try:  # without a display, matplotlib falls back to its Agg backend by itself
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise SkewAggError(
-            "plot() needs matplotlib: pip install 'skewagg[plot]' (or pip install matplotlib)"
-        ) from exc
-    return plt
 
 
 def _share(share: float) -> str:
@@ -337,14 +325,6 @@ def _row_bytes_expr(df: "DataFrame") -> Any:
 def _conf(spark: "SparkSession", key: str, default: str) -> str:
     value = spark.conf.get(key, None)
     return default if value is None else str(value)
-
-
-# The settings' defaults, for sessions without skewagg: generated from the JVM's config object
-# (skew_settings.json; tests also tie them to the JVM's config object).
-DEFAULT_SKEW_FACTOR = default_settings()[SKEW_FACTOR_KEY]
-DEFAULT_SKEW_FLOOR = default_settings()[SKEW_FLOOR_KEY]
-DEFAULT_SPLIT_SIZE = default_settings()[SPLIT_SIZE_KEY]
-DEFAULT_TASK_SLOTS = default_settings()[TASK_SLOTS_KEY]
 
 
 def skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -> SkewVerdict:
@@ -441,7 +421,7 @@ def analyze(
         "partition bytes are estimates: rows x Spark's uncompressed row size; shuffle files are "
         "compressed, so Spark measures smaller sizes at run time.",
     ]
-    if spark.conf.get("spark.sql.adaptive.enabled", "true").lower() != "true":
+    if _conf(spark, "spark.sql.adaptive.enabled", "true").lower() != "true":
         notes.append("adaptive execution is off (spark.sql.adaptive.enabled=false): skewagg's "
                      "run-time splits need it; only SKEW_AGG-hinted and bucketed rewrites apply.")
     return SkewReport(

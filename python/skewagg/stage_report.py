@@ -13,7 +13,7 @@ one, the jobs run with a job tag (``spark.addTag``) and the server's record of t
 is read back with ``SELECT * FROM skewagg_task_times('<tag>')``. The makespan on N slots
 list-schedules a stage's measured task durations, in task order, onto N slots, and adds the
 stages up: what those tasks would take on N cores, where one hot task, not the core count,
-decides a stage's time (see :mod:`skewagg.tasktimes`). It is a simulation from measured
+decides a stage's time (see :mod:`skewagg.advisor.makespan`). It is a simulation from measured
 durations, not a measurement on N cores.
 """
 
@@ -23,16 +23,46 @@ import html
 import re
 import statistics
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple, TypeVar
 
-from skewagg._session import is_connect, require_loaded
+from skewagg._bridge import bridge, is_connect
 from skewagg._sql import TAG_PREFIX, task_times
-from skewagg.tasktimes import QueryTimes, StageTimes, TaskTimeRecorder, makespan
+from skewagg.advisor.makespan import QueryTimes, StageTimes, makespan
+from skewagg.rendering import pyplot
+from skewagg.session import require_loaded
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 DEFAULT_SLOTS = (64, 512)
+
+T = TypeVar("T")
+
+
+class TaskTimeRecorder:
+    """Records the task times of the queries run through :meth:`measure` (classic PySpark)."""
+
+    def __init__(self, spark: "SparkSession") -> None:
+        self._recorder = bridge(spark, instead=(
+            "use skewagg.stage_report(spark), which reads the task times of tagged jobs through "
+            "SQL (SELECT * FROM skewagg_task_times('skewagg-...') after spark.addTag)")
+        ).attachTaskTimeRecorder(spark.sparkContext._jsc.sc())
+
+    def clear(self) -> None:
+        """Forgets the tasks recorded so far."""
+        self._recorder.clear()
+
+    def snapshot(self) -> QueryTimes:
+        """The tasks recorded since :meth:`clear` (waits for Spark to deliver every event)."""
+        return QueryTimes.from_json(self._recorder.snapshotJson())
+
+    def measure(self, action: Callable[[], T]) -> Tuple[T, QueryTimes]:
+        self.clear()
+        result = action()
+        return result, self.snapshot()
+
+    def close(self) -> None:
+        self._recorder.detach()
 
 
 class StageReport:
@@ -149,9 +179,7 @@ class StageReport:
         """Task durations per stage (one box per stage, every task a dot); with ``compare``, the
         two reports side by side on one time axis (e.g. skewagg off, then on). Returns the
         matplotlib Figure and saves it to ``path`` if given."""
-        from skewagg.report import _pyplot
-
-        plt = _pyplot()
+        plt = pyplot()
         reports = [self] + ([compare] if compare is not None else [])
         fig, axes = plt.subplots(1, len(reports), figsize=(6 * len(reports), 4), sharey=True,
                                  squeeze=False)

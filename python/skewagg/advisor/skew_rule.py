@@ -62,6 +62,14 @@ def default_settings() -> Dict[str, str]:
     return {k: str(v) for k, v in loaded.items() if not k.startswith("_")}
 
 
+# The settings' defaults, for code without a JVM (and for sessions without skewagg): generated
+# from the JVM's config object (skew_settings.json; tests also tie them to it).
+DEFAULT_SKEW_FACTOR = default_settings()[SKEW_FACTOR_KEY]
+DEFAULT_SKEW_FLOOR = default_settings()[SKEW_FLOOR_KEY]
+DEFAULT_SPLIT_SIZE = default_settings()[SPLIT_SIZE_KEY]
+DEFAULT_TASK_SLOTS = default_settings()[TASK_SLOTS_KEY]
+
+
 @dataclass(frozen=True)
 class SkewSettings:
     """The skew test's settings: ``factor``, ``floor`` and ``min_split`` in bytes, ``task_slots``

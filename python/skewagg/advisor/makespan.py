@@ -13,14 +13,7 @@ import heapq
 import json
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Sequence, Tuple, TypeVar
-
-from skewagg._bridge import bridge
-
-if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import SparkSession
-
-T = TypeVar("T")
+from typing import Any, Dict, Iterable, List, Sequence, Tuple
 
 
 def makespan(durations_ms: Sequence[float], slots: int) -> float:
@@ -123,29 +116,3 @@ class QueryTimes:
                 "peakExecutionMemory": r["peak_execution_memory"],
                 "diskSpilled": r["disk_spilled"], "jvmHeapPeak": r["jvm_heap_peak"]})
         return QueryTimes.from_entries(list(entries.values()))
-
-
-class TaskTimeRecorder:
-    """Records the task times of the queries run through :meth:`measure` (classic PySpark)."""
-
-    def __init__(self, spark: "SparkSession") -> None:
-        self._recorder = bridge(spark, instead=(
-            "use skewagg.stage_report(spark), which reads the task times of tagged jobs through "
-            "SQL (SELECT * FROM skewagg_task_times('skewagg-...') after spark.addTag)")
-        ).attachTaskTimeRecorder(spark.sparkContext._jsc.sc())
-
-    def clear(self) -> None:
-        """Forgets the tasks recorded so far."""
-        self._recorder.clear()
-
-    def snapshot(self) -> QueryTimes:
-        """The tasks recorded since :meth:`clear` (waits for Spark to deliver every event)."""
-        return QueryTimes.from_json(self._recorder.snapshotJson())
-
-    def measure(self, action: Callable[[], T]) -> Tuple[T, QueryTimes]:
-        self.clear()
-        result = action()
-        return result, self.snapshot()
-
-    def close(self) -> None:
-        self._recorder.detach()

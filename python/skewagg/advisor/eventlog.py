@@ -251,7 +251,7 @@ def read_lines(files: List[str]) -> Iterator[Tuple[str, int, str]]:
         pending = b""
         try:
             with open(path, "rb") as raw:
-                for chunk in _decompressed(path, io.BufferedReader(raw), codec):  # type: ignore
+                for chunk in _decompressed(path, io.BufferedReader(raw), codec):
                     pending += chunk
                     *complete, pending = pending.split(b"\n")
                     for line in complete:
@@ -461,9 +461,9 @@ def _apply(app: Application, alive: Dict[str, int], kind: str, event: Dict[str, 
             if isinstance(update, list) and len(update) == 2:
                 execution.driver_metrics[_int(update[0])] = _int(update[1])
     elif kind == "SparkListenerJobStart":
-        eid = (event.get("Properties") or {}).get(EXECUTION_ID)
-        if eid is not None and str(eid).lstrip("-").isdigit():
-            execution = app.executions.setdefault(int(eid), Execution(int(eid), ""))
+        tagged = (event.get("Properties") or {}).get(EXECUTION_ID)
+        if tagged is not None and str(tagged).lstrip("-").isdigit():
+            execution = app.executions.setdefault(int(tagged), Execution(int(tagged), ""))
             execution.stage_ids += [int(s) for s in event.get("Stage IDs", [])]
     elif kind in ("SparkListenerStageSubmitted", "SparkListenerStageCompleted"):
         info = event.get("Stage Info") or {}
