@@ -205,8 +205,8 @@ PHASES = [
     ("Adaptive execution:\nquery-stage optimization", ["CoalescePartialResultExchanges",
                                                   "DropUnneededMergeAfterShuffle"]),
     ("Without adaptive execution:\nbefore columnar transitions",
-     ["SplitSkewedBucketsWithoutAdaptive", "SplitSkewedWindowWithoutAdaptive",
-      "LeftAloneReasonsWithoutAdaptive"]),
+     ["SplitSkewedBucketsBelowAggregate", "SplitSkewedWindow (adaptive = false)",
+      "LeftAloneReasons (adaptive = false)"]),
     ("Execution and explain", ["SkewAggLocalStage (marker with SQL metrics)",
                                "TaskTimeRecorder (listener)",
                                "SkewAggExplainGenerator (EXPLAIN)"]),
@@ -225,8 +225,9 @@ def draw_architecture(path: Path) -> None:
         ax.text(1.7, y + 0.4, phase, ha="center", va="center", fontsize=10, weight="bold")
         ax.add_patch(FancyBboxPatch((3.6, y), 7.2, 0.8, boxstyle="round,pad=0.02",
                                     facecolor="#f5f0dd", edgecolor="#a58a3b"))
-        ax.text(3.8, y + 0.4, "\n".join(rules) if len(rules) <= 3 else "   ".join(rules[:2]) +
-                "\n" + "   ".join(rules[2:]), ha="left", va="center", fontsize=8.5)
+        per_line = 1 if len(rules) <= 3 else 2
+        lines = ["   ".join(rules[j:j + per_line]) for j in range(0, len(rules), per_line)]
+        ax.text(3.8, y + 0.4, "\n".join(lines), ha="left", va="center", fontsize=8.5)
         if i < len(PHASES) - 1:
             ax.annotate("", xy=(1.7, y - 0.02), xytext=(1.7, y - 0.18),
                         arrowprops={"arrowstyle": "<-", "color": "#3b6ea5"})

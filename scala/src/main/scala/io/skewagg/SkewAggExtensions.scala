@@ -4,23 +4,23 @@ import org.apache.spark.SPARK_VERSION
 import io.skewagg.functions.{ExplainFunction, PlanDriverRows, SkewTestFunctions, TaskTimesFunction}
 import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.skewagg._
-import org.apache.spark.sql.skewagg.PlanningFallback.{check, columnar, logical, physical, strategy}
+import org.apache.spark.sql.skewagg.PlanningFallback.{
+  beforeColumnarTransitions, check, logical, physical, strategy
+}
 import org.apache.spark.sql.skewagg.localagg.{
   BroadcastJoinBelowLocalAggregate, DropUnneededMergeAfterShuffle, LocalAggregateBeforeJoin,
   PartialAggregateBeforeRepartition, PlanPartialAggregates
 }
-import org.apache.spark.sql.skewagg.explain.{
-  ExplainedRuns, LeftAloneReasons, LeftAloneReasonsWithoutAdaptive
-}
+import org.apache.spark.sql.skewagg.explain.{ExplainedRuns, LeftAloneReasons}
 import org.apache.spark.sql.skewagg.hints.{
   CheckSkewAggHints, ResolveSkewAggHints, RestoreSkewAggHints
 }
 import org.apache.spark.sql.skewagg.monitor.TaggedTaskTimes
 import org.apache.spark.sql.skewagg.singlekey.PlanHolisticAggregatesSortBased
-import org.apache.spark.sql.skewagg.window.{SplitSkewedWindow, SplitSkewedWindowWithoutAdaptive}
+import org.apache.spark.sql.skewagg.window.SplitSkewedWindow
 import org.apache.spark.sql.skewagg.skewsplit.{
-  CoalescePartialResultExchanges, SplitSkewedBucketsWithoutAdaptive,
-  SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate, SplitSkewedShuffleBelowAggregate
+  CoalescePartialResultExchanges, SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate,
+  SplitSkewedShuffleBelowAggregate
 }
 
 /**
@@ -102,14 +102,19 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     // Adaptive query-stage optimization: drop the merge after a join's shuffle where the local
     // aggregate before it found (nearly) unique keys.
     extensions.injectQueryStageOptimizerRule(s => physical(DropUnneededMergeAfterShuffle(s)))
-    // Before columnar transitions (non-adaptive plans' only post-exchange hook): the same
-    // planning-time rewrites for plans that adaptive execution does not handle.
-    extensions.injectColumnar(s => columnar(SplitSkewedBucketsWithoutAdaptive(s)))
+    // Before columnar transitions (without adaptive execution, the one physical hook after
+    // exchanges are placed): read skewed buckets unbucketed below an aggregate, as the adaptive
+    // rule does. (Under adaptive execution it already ran in query-stage preparation and decides
+    // from the same plan facts: running it again is a no-op.)
+    extensions.injectColumnar(s =>
+      beforeColumnarTransitions(SplitSkewedBucketsBelowAggregate(s)))
     // Before columnar transitions, without adaptive execution: the hot keys of a window's
-    // partitions split by ranges of its order if its shuffle is skewed when it runs.
-    extensions.injectColumnar(s => columnar(SplitSkewedWindowWithoutAdaptive(s)))
+    // partitions split by ranges of its order if its shuffle is skewed when it runs. (Under
+    // adaptive execution the windows' shuffles are query stages by then, which it does not match.)
+    extensions.injectColumnar(s =>
+      beforeColumnarTransitions(SplitSkewedWindow(s, adaptive = false)))
     // Before columnar transitions, last: record why each aggregate no rule rewrote was left alone
     // (without adaptive execution; with it, in each new stage and the final plan).
-    extensions.injectColumnar(s => columnar(LeftAloneReasonsWithoutAdaptive(s)))
+    extensions.injectColumnar(s => beforeColumnarTransitions(LeftAloneReasons(s, adaptive = false)))
   }
 }

@@ -131,7 +131,7 @@ object FusedAggregates {
       case top: BaseAggregateExec
           if top.getTagValue(SplitFrom).exists(s => sameNode(s._2, top.child)) =>
         val fused = top.getTagValue(SplitFrom).get._1.withNewChildren(top.child.children)
-        SkewAggDecisions.of(top.child).foreach(SkewAggDecisions.record(fused, _))
+        RecordedDecisions.of(top.child).foreach(RecordedDecisions.record(fused, _))
         fused
     }
   }

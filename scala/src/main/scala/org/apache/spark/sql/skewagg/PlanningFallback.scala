@@ -49,9 +49,9 @@ object PlanningFallback extends Logging {
         fallbacks.incrementAndGet()
         val fellBack = SkewAggDecision.FellBack(name, e.toString)
         lastText = fellBack.text
-        if (!SkewAggDecisions.fellBack(input).contains(fellBack)) {
+        if (!RecordedDecisions.fellBack(input).contains(fellBack)) {
           logWarning(s"skewagg: ${fellBack.text}")
-          SkewAggDecisions.note(input, fellBack)
+          RecordedDecisions.note(input, fellBack)
         }
         fallback
     }
@@ -108,19 +108,20 @@ object PlanningFallback extends Logging {
       }
   }
 
-  /** A columnar rule whose transition hooks return their input when they fail. */
-  def columnar(rule: ColumnarRule): ColumnarRule = new ColumnarRule with Guarded {
-    override val wrapped: AnyRef = rule
-    private val name = nameOf(rule)
-    override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
-      override def apply(plan: SparkPlan): SparkPlan =
-        guarded(name, plan, plan)(rule.preColumnarTransitions(plan))
+  /**
+   * `rule` run before columnar transitions, returning its input when it fails: without adaptive
+   * execution the one physical hook after the exchanges are placed (on the whole plan); with it,
+   * on each new query stage and the final plan. Its step name is the rule's, as where adaptive
+   * execution runs it.
+   */
+  def beforeColumnarTransitions(rule: Rule[SparkPlan]): ColumnarRule =
+    new ColumnarRule with Guarded {
+      override val wrapped: AnyRef = rule
+      private val name = nameOf(rule)
+      override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
+        override def apply(plan: SparkPlan): SparkPlan = guarded(name, plan, plan)(rule(plan))
+      }
     }
-    override def postColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
-      override def apply(plan: SparkPlan): SparkPlan =
-        guarded(name, plan, plan)(rule.postColumnarTransitions(plan))
-    }
-  }
 }
 
 /**

@@ -4,7 +4,7 @@ import org.apache.spark.internal.config.ConfigEntry
 import org.apache.spark.sql.internal.SQLConf
 
 /**
- * What skewagg decided, recorded where it decided ([[SkewAggDecisions]]) and printed, never
+ * What skewagg decided, recorded where it decided ([[RecordedDecisions]]) and printed, never
  * re-derived, by the explanation and the Python bridge: about an aggregate (rewritten, switched
  * off, not skewed, refused, a part not done), about a rewrite once its query ran ([[AtRunTime]]:
  * on the operator or marker concerned), or about a planning step that failed ([[FellBack]]). Each
@@ -171,7 +171,7 @@ object SkewAggDecision {
 
   /**
    * To be decided once the query ran: `waitsFor` (the sizes of the shuffle below). Replaced on
-   * its node by the decision that settles it ([[SkewAggDecisions.note]]).
+   * its node by the decision that settles it ([[RecordedDecisions.note]]).
    */
   final case class Pending(waitsFor: String) extends SkewAggDecision {
     override def text: String =
@@ -198,7 +198,7 @@ object SkewAggDecision {
   /**
    * Decided while the query ran, about `step` of a rewrite (the merge after a join's shuffle, the
    * join below a local aggregate, a hot-key split): `what` it found and did, with its numbers.
-   * A later decision about the same step replaces it ([[SkewAggDecisions.note]]).
+   * A later decision about the same step replaces it ([[RecordedDecisions.note]]).
    */
   final case class AtRunTime(step: String, what: String) extends SkewAggDecision {
     override def text: String = what

@@ -73,10 +73,10 @@ case class SkewAggLocalStageExec(
 
   /**
    * The rewrite, and what rules decided about its next steps at run time
-   * ([[SkewAggDecisions.atRunTime]]: the merge after the join's shuffle, the join broadcast).
+   * ([[RecordedDecisions.atRunTime]]: the merge after the join's shuffle, the join broadcast).
    */
   def decision: String =
-    (rewrite.what +: SkewAggDecisions.atRunTime(this).map(_.what)).mkString("; ")
+    (rewrite.what +: RecordedDecisions.atRunTime(this).map(_.what)).mkString("; ")
 
   override def simpleString(maxFields: Int): String = s"SkewAggLocalStage [$decision]"
   override def nodeName: String = "SkewAggLocalStage"

@@ -4,8 +4,8 @@ import java.nio.file.Files
 
 import scala.jdk.CollectionConverters._
 
-import io.skewagg.BuildInfo
-import io.skewagg.functions.PlanDriverRows
+import io.skewagg.{BuildInfo, SkewAggVersionFunction}
+import io.skewagg.functions.{ExplainFunction, PlanDriverRows, SkewTestFunctions, TaskTimesFunction}
 
 import org.apache.spark.SPARK_VERSION
 
@@ -23,11 +23,13 @@ class ExtensionRegistrationSuite extends SkewAggSuiteBase {
     assert(e.getMessage.contains("skewagg_version() takes no arguments"), e.getMessage)
   }
 
+  /** The names of the skewagg steps among `registered`: the steps their guards wrap. */
+  private def steps(registered: Seq[AnyRef]): Seq[String] = registered.collect {
+    case guard: PlanningFallback.Guarded => guard.wrapped.getClass.getSimpleName
+    case PlanDriverRows => "PlanDriverRows"
+  }
+
   test("every planner strategy and adaptive rule is registered in the session, in its order") {
-    def steps(registered: Seq[AnyRef]): Seq[String] = registered.collect {
-      case guard: PlanningFallback.Guarded => guard.wrapped.getClass.getSimpleName
-      case PlanDriverRows => "PlanDriverRows"
-    }
     val state = SessionStates.of(spark)
     // Registered guarded (PlanningFallback): the guard wraps the step.
     assert(
@@ -49,6 +51,31 @@ class ExtensionRegistrationSuite extends SkewAggSuiteBase {
       steps(state.adaptiveRulesHolder.queryStageOptimizerRules) == Seq(
         "CoalescePartialResultExchanges",
         "DropUnneededMergeAfterShuffle"))
+  }
+
+  test("every analysis rule, check, columnar rule and function is registered in the session") {
+    val state = SessionStates.of(spark)
+    assert(steps(LineFeatures.hintResolutionRules(state)) == Seq("ResolveSkewAggHints"))
+    assert(steps(state.analyzer.postHocResolutionRules) == Seq("RestoreSkewAggHints"))
+    assert(
+      steps(state.analyzer.extendedCheckRules) ==
+        Seq("CheckSkewAggHints", "WarnUnknownSkewAggSettings"))
+    // Before columnar transitions: the rules that also run without adaptive execution.
+    assert(
+      steps(state.columnarRules) == Seq(
+        "SplitSkewedBucketsBelowAggregate",
+        "SplitSkewedWindow",
+        "LeftAloneReasons"))
+    val functions = Seq(
+      SkewAggVersionFunction.name,
+      SkewTestFunctions.skewTestName,
+      SkewTestFunctions.taskSlotsName)
+    for (name <- functions) {
+      assert(state.catalog.lookupBuiltinOrTempFunction(name).isDefined, name)
+    }
+    for (name <- Seq(ExplainFunction.name, TaskTimesFunction.name)) {
+      assert(state.catalog.lookupBuiltinOrTempTableFunction(name).isDefined, name)
+    }
   }
 
   test("a jar built for another Spark line refuses to start, saying which jar to use") {

@@ -9,29 +9,58 @@ import org.scalatest.funsuite.AnyFunSuite
 
 /**
  * The package rules of docs/architecture.md ("Packages"), checked on the main sources (every
- * Spark line's shims included), in tiers: the kernel `org.apache.spark.sql.skewagg` uses no other
- * skewagg package; a library (`org.apache.spark.sql.skewagg.<library>`, one of [[Libraries]])
- * uses the kernel only; a feature package (every other `org.apache.spark.sql.skewagg.<feature>`)
- * uses the kernel and libraries, no other feature; only `io.skewagg` uses `io.skewagg`. A use is
- * an import (absolute, or relative to an enclosing package) or a fully qualified name in code;
- * comments and string literals do not count. The package table of docs/architecture.md (and of
- * its source, docs/src) lists every package and, in its row, every file of it.
+ * Spark line's shims included), in the tiers the package table's tier column gives ([[Tiers]]):
+ * the kernel `org.apache.spark.sql.skewagg` uses no other skewagg package; a library
+ * (`org.apache.spark.sql.skewagg.<library>`) uses the kernel only; a feature package uses the
+ * kernel and libraries, no other feature; only the entry points (`io.skewagg`) use
+ * `io.skewagg`. A use is an import (absolute, or relative to an enclosing package) or a fully
+ * qualified name in code; comments and string literals do not count. The package table of
+ * docs/architecture.md (and of its source, docs/src) lists every package, its tier and, in its
+ * row, every file of it.
  */
 class PackageDependenciesSuite extends AnyFunSuite {
   import PackageDependenciesSuite._
 
   private lazy val sources: Seq[Source] = mainSources(GenerateConfigDocs.projectRoot)
+  private lazy val libraries: Set[String] = Tiers.libraries(Tiers.read(TierDoc))
 
   test("the main sources are found") {
     assert(sources.exists(_.pkg == Core), sources.map(_.path))
     assert(sources.exists(_.pkg == EntryPoints), sources.map(_.path))
     assert(features(sources).nonEmpty, sources.map(_.path))
-    assert(Libraries.subsetOf(features(sources)), sources.map(_.path))
+    assert(libraries.nonEmpty && libraries.subsetOf(features(sources)), libraries)
   }
 
   test("the kernel uses no other package, a library the kernel only, a feature no other feature") {
-    val problems = violations(sources)
+    val problems = violations(sources, libraries)
     assert(problems.isEmpty, problems.mkString("\n", "\n", "\n"))
+  }
+
+  test("the tier column gives each package its tier, and the drawing names every tier's packages") {
+    val tiers = Tiers.read(TierDoc)
+    val problems = Tiers.problems(tiers, packagesSection(docText(TierDoc)))
+    assert(problems.isEmpty, problems.mkString("\n", "\n", "\n"))
+    assert(Tiers.read("docs/architecture.md") == tiers, "docs/architecture.md: other tiers")
+  }
+
+  test("a wrong tier, or a drawing that misses a library, is found") {
+    val drawing = "```\n  features  localagg window\n  libraries  hotkey\n```\n"
+    val tiers = Map(
+      Core -> "kernel",
+      s"$Core.localagg" -> "feature",
+      s"$Core.window" -> "feature",
+      s"$Core.hotkey" -> "library",
+      s"$Core.ansi" -> "library",
+      s"$EntryPoints.functions" -> "kernel",
+      s"$Core.hints" -> "feture")
+    val problems = Tiers.problems(tiers, drawing).mkString("\n")
+    assert(problems.contains("the drawing's libraries line names hotkey, not ansi, hotkey"))
+    assert(problems.contains(s"$EntryPoints.functions: tier kernel"), problems)
+    assert(problems.contains(s"$Core.hints: tier feture"), problems)
+    assert(Tiers.problems(
+      tiers - s"$Core.ansi" - s"$EntryPoints.functions" -
+        s"$Core.hints",
+      drawing).isEmpty)
   }
 
   test("every main source declares the package of its directory") {
@@ -42,8 +71,7 @@ class PackageDependenciesSuite extends AnyFunSuite {
 
   for (doc <- Seq("docs/src/architecture.md", "docs/architecture.md")) {
     test(s"$doc lists every package, and every file in its package's row") {
-      val path = GenerateConfigDocs.projectRoot.resolve(doc)
-      val rows = packageRows(new String(Files.readAllBytes(path), StandardCharsets.UTF_8))
+      val rows = packageRows(docText(doc))
       val packages = sources.map(_.pkg).toSet
       assert(rows.keySet -- packages == Set.empty, s"$doc lists packages that do not exist")
       assert(packages -- rows.keySet == Set.empty, s"$doc misses packages in its Packages table")
@@ -79,7 +107,7 @@ class PackageDependenciesSuite extends AnyFunSuite {
       source(
         "e/Entry.scala",
         s"package $EntryPoints\n\nimport $feature.LocalAggregateBeforeJoin\n"))
-    val found = violations(fixtures)
+    val found = violations(fixtures, Set("hotkey", "ansi"))
     Seq(
       "Core1.scala:3",
       "Core2.scala:3",
@@ -104,8 +132,59 @@ object PackageDependenciesSuite {
   val Core = "org.apache.spark.sql.skewagg"
   val EntryPoints = "io.skewagg"
 
-  /** The subpackages of the kernel that features share: they use the kernel only. */
-  val Libraries: Set[String] = Set("hotkey", "ansi")
+  /** The doc whose package table gives the tiers (docs/architecture.md is generated from it). */
+  val TierDoc = "docs/src/architecture.md"
+
+  def docText(doc: String): String = new String(
+    Files.readAllBytes(GenerateConfigDocs.projectRoot.resolve(doc)),
+    StandardCharsets.UTF_8)
+
+  /**
+   * The tiers of the package table: each package's second cell, one of [[Tiers.Known]]. The
+   * libraries (the kernel's subpackages that features share) are the packages of tier
+   * `library`; every other subpackage of the kernel is a feature.
+   */
+  object Tiers {
+    val Known: Set[String] = Set("entry points", "kernel", "library", "feature", "Spark's package")
+
+    def read(doc: String): Map[String, String] = packageRows(docText(doc)).map {
+      case (pkg, row) => pkg -> row.split('|').map(_.trim).lift(2).getOrElse("")
+    }
+
+    def libraries(tiers: Map[String, String]): Set[String] =
+      tiers.collect { case (pkg, "library") => featureOf(pkg) }.flatten.toSet
+
+    /**
+     * What is wrong with `tiers` (each a known tier, and the one its package's name allows) and
+     * with the drawing in `section` (the Packages section), whose `features` and `libraries`
+     * lines name the packages of those tiers.
+     */
+    def problems(tiers: Map[String, String], section: String): Seq[String] = {
+      def allowed(pkg: String): Set[String] =
+        if (pkg == EntryPoints || pkg.startsWith(EntryPoints + ".")) Set("entry points")
+        else if (pkg == Core) Set("kernel")
+        else if (featureOf(pkg).isDefined) Set("library", "feature")
+        else Set("Spark's package")
+      val wrongTiers = tiers.toSeq.sorted.collect {
+        case (pkg, tier) if !Known(tier) || !allowed(pkg)(tier) =>
+          s"$pkg: tier $tier, where its name allows ${allowed(pkg).toSeq.sorted.mkString(" or ")}"
+      }
+      val drawing = section.split("```").lift(1).getOrElse("").split("\n").toSeq
+      val drawn = Seq("features" -> "feature", "libraries" -> "library").flatMap {
+        case (label, tier) =>
+          val expected = tiers.collect { case (p, `tier`) => featureOf(p) }.flatten.toSet
+          val line = drawing.find(_.trim.startsWith(label + " ")).getOrElse("")
+          val named = line.trim.stripPrefix(label).split("[^a-z]+").toSet.intersect(
+            tiers.keySet.flatMap(featureOf))
+          if (named == expected) None
+          else {
+            Some(s"the drawing's $label line names ${named.toSeq.sorted.mkString(", ")}, " +
+              s"not ${expected.toSeq.sorted.mkString(", ")}")
+          }
+      }
+      wrongTiers ++ drawn
+    }
+  }
 
   /** A main source file: its path, directory and file name, package and code. */
   case class Source(path: String, dir: String, name: String, pkg: String, code: String) {
@@ -135,9 +214,6 @@ object PackageDependenciesSuite {
     else None
 
   def features(sources: Seq[Source]): Set[String] = sources.flatMap(_.feature).toSet
-
-  private def tier(subpackage: String): String =
-    if (Libraries(subpackage)) "library" else "feature package"
 
   /**
    * The main sources under `root`: scala/src/main/scala and every shim directory
@@ -199,8 +275,10 @@ object PackageDependenciesSuite {
   }
 
   /** Every use that breaks the package rules, as `path:line: what`. */
-  def violations(sources: Seq[Source]): Seq[String] = {
-    val featureNames = features(sources) ++ Libraries
+  def violations(sources: Seq[Source], libraries: Set[String]): Seq[String] = {
+    def tier(subpackage: String): String =
+      if (libraries(subpackage)) "library" else "feature package"
+    val featureNames = features(sources) ++ libraries
     sources.flatMap { source =>
       val lines = source.code.split("\n", -1)
       uses(source, featureNames).flatMap { case (line, used) =>
@@ -211,10 +289,10 @@ object PackageDependenciesSuite {
             Some(s"only $EntryPoints may use $EntryPoints")
           } else if (source.pkg == Core && usedFeature.isDefined) {
             Some(s"the kernel uses ${tier(usedFeature.get)} $used")
-          } else if (source.feature.exists(Libraries) && usedFeature.isDefined &&
+          } else if (source.feature.exists(libraries) && usedFeature.isDefined &&
             usedFeature != source.feature) {
             Some(s"library ${source.pkg} uses ${tier(usedFeature.get)} $used")
-          } else if (source.feature.isDefined && usedFeature.exists(f => !Libraries(f)) &&
+          } else if (source.feature.isDefined && usedFeature.exists(f => !libraries(f)) &&
             usedFeature != source.feature) {
             Some(s"feature package ${source.pkg} uses another feature package, $used")
           } else None
@@ -293,12 +371,16 @@ object PackageDependenciesSuite {
    * The rows of the "Packages" table of an architecture doc, by package: a row starts with the
    * package in backquotes (anything after it in the first cell, such as "(core)", is ignored).
    */
-  def packageRows(doc: String): Map[String, String] = {
+  def packageRows(doc: String): Map[String, String] =
+    packagesSection(doc).split("\n").toSeq.flatMap { line =>
+      """^\| `([\w.]+)`""".r.findFirstMatchIn(line).map(m => m.group(1) -> line)
+    }.toMap
+
+  /** The "Packages" section of an architecture doc, to the next section. */
+  def packagesSection(doc: String): String = {
     val start = doc.indexOf("\n## Packages")
     require(start >= 0, "no \"## Packages\" section")
     val end = doc.indexOf("\n## ", start + 1) match { case -1 => doc.length; case e => e }
-    doc.substring(start, end).split("\n").toSeq.flatMap { line =>
-      """^\| `([\w.]+)`""".r.findFirstMatchIn(line).map(m => m.group(1) -> line)
-    }.toMap
+    doc.substring(start, end)
   }
 }

@@ -14,6 +14,6 @@ object RecordedContradictions {
   def in(plan: SparkPlan): Seq[String] = PlanNodes.collectWithSubqueries(plan) {
     case agg if LeftAloneReasons.isFinalAggregate(agg) =>
       SkewAggDecision.contradictions(LeftAloneReasons.recordedAbout(agg))
-    case node => SkewAggDecision.contradictions(SkewAggDecisions.aboutAggregate(node))
+    case node => SkewAggDecision.contradictions(RecordedDecisions.aboutAggregate(node))
   }.flatten.distinct.map { case (refused, rewritten) => s"${rewritten.text} / ${refused.text}" }
 }

@@ -1,7 +1,10 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.SparkThrowable
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.internal.SessionState
 import org.apache.spark.sql.types.DataType
 
 /** What tests read of a Spark line that the lines name or have differently. */
@@ -40,4 +43,8 @@ object LineFeatures {
 
   /** The error's class, as Spark 3.5 names it. */
   def errorCondition(e: SparkThrowable): String = e.getErrorClass
+
+  /** Spark 3.5 has no hint resolution hook: skewagg's hint rule is a resolution rule. */
+  def hintResolutionRules(state: SessionState): Seq[Rule[LogicalPlan]] =
+    state.analyzer.extendedResolutionRules
 }

@@ -1,7 +1,10 @@
 package org.apache.spark.sql.skewagg
 
 import org.apache.spark.SparkThrowable
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{EmptyRelationExec, SparkPlan}
+import org.apache.spark.sql.internal.SessionState
 import org.apache.spark.sql.types.{DataType, VariantType}
 
 /** What tests read of a Spark line that the lines name or have differently. */
@@ -37,4 +40,8 @@ object LineFeatures {
 
   /** The error's condition (Spark 4.0+'s name for the error class). */
   def errorCondition(e: SparkThrowable): String = e.getCondition
+
+  /** The analyzer's hint resolution rules, where skewagg's hint rule is registered. */
+  def hintResolutionRules(state: SessionState): Seq[Rule[LogicalPlan]] =
+    state.analyzer.hintResolutionRules
 }

@@ -10,15 +10,15 @@ import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
   FusedAggregates, PartialAggregates, PlanNodes, SkewAggAggregateExec, SkewAggConf, SkewAggDecision,
-  SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec, SkewedPartitions
+  RecordedDecisions, SkewAggHints, SkewAggLocalStageExec, SkewedPartitions
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Pending, Refused, SkewedNoMatch}
 import org.apache.spark.sql.skewagg.SkewAggDecision.Refused.EveryRewrite
 
 /**
  * Physical rule, after skewagg's other rules: adaptive query-stage preparation (`adaptive`), and
- * before columnar transitions ([[LeftAloneReasonsWithoutAdaptive]]; under adaptive execution it
- * sees each new stage and the final plan, their inputs finished).
+ * before columnar transitions ([[PlanningFallback.beforeColumnarTransitions]]; under adaptive
+ * execution it sees each new stage and the final plan, their inputs finished).
  *
  * Matches: every final aggregate (and Python UDAF aggregate) that was not rewritten.
  * Produces: the plan unchanged; records on the aggregate why skewagg left it alone, with the
@@ -38,7 +38,7 @@ case class LeftAloneReasons(session: SparkSession, adaptive: Boolean = true)
       case agg if LeftAloneReasons.isFinalAggregate(agg) =>
         // (None: rewritten, or a rule's record says why; a copied pending record is settled.)
         LeftAloneReasons.reason(agg, conf, adaptive)
-          .fold(SkewAggDecisions.settle(agg))(SkewAggDecisions.note(agg, _))
+          .fold(RecordedDecisions.settle(agg))(RecordedDecisions.note(agg, _))
       case _ =>
     }
     plan
@@ -73,8 +73,8 @@ object LeftAloneReasons {
       case m: SkewAggLocalStageExec => m.rewrite.copy(what = m.decision)
     }
     val recorded = (agg +: below).flatMap { p =>
-      SkewAggDecisions.aboutAggregate(p) ++
-        PlanNodes.logicalOf(p).toSeq.flatMap(SkewAggDecisions.aboutAggregate)
+      RecordedDecisions.aboutAggregate(p) ++
+        PlanNodes.logicalOf(p).toSeq.flatMap(RecordedDecisions.aboutAggregate)
     }
     (own ++ marked ++ recorded).distinct
   }

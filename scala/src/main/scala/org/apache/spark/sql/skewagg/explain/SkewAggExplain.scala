@@ -9,7 +9,7 @@ import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  PlanNodes, PlanningFallback, SkewAggAggregateExec, SkewAggDecision, SkewAggDecisions,
+  PlanNodes, PlanningFallback, SkewAggAggregateExec, SkewAggDecision, RecordedDecisions,
   SkewAggLocalStageExec, SkewAggRewriteExec, SkewAggWindowExec
 }
 
@@ -20,7 +20,7 @@ import org.apache.spark.sql.skewagg.{
  * `EXPLAIN EXTENDED`.
  *
  * It only renders what was recorded where it was decided ([[SkewAggDecision]]s, through
- * [[SkewAggDecisions]]): rewrites (their [[SkewAggLocalStageExec]] markers, skewagg's own
+ * [[RecordedDecisions]]): rewrites (their [[SkewAggLocalStageExec]] markers, skewagg's own
  * aggregates and windows with their numbers), what rules decided (a switch that stopped them, a
  * refusal, a part not done, not skewed), why an aggregate no rule rewrote was left alone
  * ([[LeftAloneReasons]]), and first the planning steps that failed and kept Spark's plan
@@ -71,7 +71,7 @@ object SkewAggExplain {
     case s: SkewAggWindowExec => s"rewritten: ${s.decision}"
     case _ =>
       val recorded =
-        PlanNodes.downToExchanges(window).flatMap(SkewAggDecisions.aboutAggregate).distinct
+        PlanNodes.downToExchanges(window).flatMap(RecordedDecisions.aboutAggregate).distinct
       if (recorded.nonEmpty) recorded.map(_.text).mkString("\n  ")
       else if (adaptiveNotRun) SkewAggDecision.Pending("the sizes of the window's shuffle").text
       else "Spark's window: skewagg splits a window over its own shuffle, and this one reads " +
@@ -93,7 +93,7 @@ object SkewAggExplain {
    * the plan's nodes or on the logical plans they were planned from.
    */
   private def fallbacks(plan: SparkPlan): Seq[String] = nodes(plan).flatMap { node =>
-    SkewAggDecisions.fellBack(node) ++ node.logicalLink.toSeq.flatMap(SkewAggDecisions.fellBack)
+    RecordedDecisions.fellBack(node) ++ node.logicalLink.toSeq.flatMap(RecordedDecisions.fellBack)
   }.distinct.map(_.text)
 
   private def nodes(plan: SparkPlan): Seq[SparkPlan] = PlanNodes.all(plan)

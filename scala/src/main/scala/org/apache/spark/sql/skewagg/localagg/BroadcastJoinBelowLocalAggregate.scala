@@ -14,7 +14,7 @@ import org.apache.spark.sql.execution.exchange.EnsureRequirements
 import org.apache.spark.sql.execution.joins.{BroadcastHashJoinExec, ShuffledJoin}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  PartialAggregates, SkewAggConf, SkewAggDecisions, SkewAggLocalStageExec
+  PartialAggregates, SkewAggConf, RecordedDecisions, SkewAggLocalStageExec
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.AtRunTime
 import org.apache.spark.util.Utils
@@ -76,7 +76,7 @@ case class BroadcastJoinBelowLocalAggregate(session: SparkSession) extends Rule[
     val name = if (side == BuildLeft) "left" else "right"
     val setting = SQLConf.ADAPTIVE_AUTO_BROADCASTJOIN_THRESHOLD.key
     Seq(j.left, j.right).flatMap(stageBelow).flatMap(markerIn).foreach(
-      SkewAggDecisions.note(
+      RecordedDecisions.note(
         _,
         AtRunTime(
           "join",

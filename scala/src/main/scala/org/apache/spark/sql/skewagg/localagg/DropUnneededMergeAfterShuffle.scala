@@ -7,7 +7,7 @@ import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.skewagg.{
-  PartialAggregates, SkewAggConf, SkewAggDecisions, SkewAggLocalStageExec
+  PartialAggregates, SkewAggConf, RecordedDecisions, SkewAggLocalStageExec
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.AtRunTime
 
@@ -45,12 +45,12 @@ case class DropUnneededMergeAfterShuffle(session: SparkSession) extends Rule[Spa
           val setting = s"${SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION.key}=$minReduction"
           // 1.0 always merges: the sketch's estimate may exceed the rows by its error.
           if (minReduction > 1.0 && perKey < minReduction) {
-            SkewAggDecisions.note(
+            RecordedDecisions.note(
               marker,
               AtRunTime(Step, s"not merged after the join's shuffle: $counts, below $setting"))
             merge.child
           } else {
-            SkewAggDecisions.note(
+            RecordedDecisions.note(
               marker,
               AtRunTime(Step, s"merged after the join's shuffle: $counts, at least $setting"))
             merge

@@ -21,7 +21,7 @@ import org.apache.spark.sql.execution.adaptive.{
   BroadcastQueryStageExec, LogicalQueryStage, ShuffleQueryStageExec
 }
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{SessionStates, SkewAggConf, SkewAggDecisions, SkewAggHints}
+import org.apache.spark.sql.skewagg.{SessionStates, SkewAggConf, RecordedDecisions, SkewAggHints}
 import org.apache.spark.sql.skewagg.ansi.WrappingLongSum
 import org.apache.spark.sql.skewagg.localagg.LocalAggregateBeforeJoin.Rewrite
 import org.apache.spark.sql.skewagg.SkewAggDecision.{Refused, SwitchedOff}
@@ -90,7 +90,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
         rewrite(agg, forced = SkewAggHints.forced(agg)).toSeq
       } else {
         if (wouldConsider(agg)) {
-          SkewAggDecisions.record(
+          RecordedDecisions.record(
             agg,
             SwitchedOff(
               "no local aggregation before the join",
@@ -277,7 +277,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       }
     }
     fromPlan.orElse(fromStatistics).orElse(fromSizes) match {
-      case Some(reason) => SkewAggDecisions.record(agg, Refused(reason, Rewrite)); true
+      case Some(reason) => RecordedDecisions.record(agg, Refused(reason, Rewrite)); true
       case None => false
     }
   }
@@ -298,7 +298,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       case _ => false
     }))
     if (wide.nonEmpty) {
-      SkewAggDecisions.record(
+      RecordedDecisions.record(
         agg,
         Refused(
           s"the partial buffers of ${wide.map(_.sql).mkString(", ")} hold decimals of more " +
@@ -321,7 +321,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
       forced: Boolean): Boolean = {
     val failing = aggregates.flatMap(RowFailures.of(_, trustUserCode = forced))
     if (failing.nonEmpty) {
-      SkewAggDecisions.record(
+      RecordedDecisions.record(
         agg,
         Refused(
           s"${failing.mkString(", ")} may fail on some " +
@@ -428,7 +428,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
    */
   private def refusedAsBroadcast(agg: Aggregate, join: Join): Boolean =
     join.condition.isDefined && broadcastBy(join).exists { why =>
-      SkewAggDecisions.record(
+      RecordedDecisions.record(
         agg,
         Refused(
           s"$why, so the aggregated side is not shuffled for it: a local aggregate before the " +

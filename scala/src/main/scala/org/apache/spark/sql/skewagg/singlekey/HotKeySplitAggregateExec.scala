@@ -9,8 +9,8 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression
 import org.apache.spark.sql.catalyst.util.truncatedString
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
-import org.apache.spark.sql.skewagg.{SkewAggAggregateExec, SkewAggDecision, SkewAggDecisions}
-import org.apache.spark.sql.skewagg.hotkey.{HotKeySplitMetrics, HotKeySplitPipeline}
+import org.apache.spark.sql.skewagg.{SkewAggAggregateExec, SkewAggDecision, RecordedDecisions}
+import org.apache.spark.sql.skewagg.hotkey.{HotKeySplitMetrics, HotKeySplitSteps}
 
 /**
  * [[SingleKeyAggregateExec]] whose hot keys are split by value across several tasks, so that the
@@ -22,7 +22,7 @@ import org.apache.spark.sql.skewagg.hotkey.{HotKeySplitMetrics, HotKeySplitPipel
  * (DeclarativeAggregate: sum, count, avg, min, max, ...). Its child is the projected input; it
  * shuffles that input itself, because where a row goes depends on a sample taken when it runs.
  *
- * Execution ([[HotKeySplitAggregateEvaluator]], on the hot-key pipeline; all decisions are
+ * Execution ([[HotKeySplitAggregateJobs]], with the hot-key steps; all decisions are
  * functions of the input, so task retries are safe):
  *  1. One job samples part of the input ([[HotKeyRanges.sample]]): hot keys and value bounds.
  *  2. One shuffle of the input: ordinary keys by hash to `spark.sql.shuffle.partitions`
@@ -75,7 +75,7 @@ case class HotKeySplitAggregateExec(
       nodeName,
       longMetric("numInputRows"),
       longMetric("numOutputRows")) +
-      SkewAggDecisions.atRunTime(this).map("; " + _.what).mkString
+      RecordedDecisions.atRunTime(this).map("; " + _.what).mkString
 
   override def simpleString(maxFields: Int): String = {
     val keys = truncatedString(groupingAttributes, "[", ", ", "]", maxFields)
@@ -85,8 +85,8 @@ case class HotKeySplitAggregateExec(
   }
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val pipeline = new HotKeySplitPipeline(sparkContext, hotKeySplitMetrics)
-    new HotKeySplitAggregateEvaluator(this, pipeline).execute()
+    val steps = new HotKeySplitSteps(sparkContext, hotKeySplitMetrics)
+    new HotKeySplitAggregateJobs(this, steps).execute()
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): HotKeySplitAggregateExec =

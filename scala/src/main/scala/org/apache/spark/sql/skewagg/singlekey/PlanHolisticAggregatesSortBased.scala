@@ -11,7 +11,7 @@ import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.aggregate.ScalaAggregator
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  Collations, PartialAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints
+  Collations, PartialAggregates, SkewAggConf, SkewAggDecision, RecordedDecisions, SkewAggHints
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotDone, SwitchedOff}
 import org.apache.spark.sql.types._
@@ -57,7 +57,7 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
             case a: AggregateExpression => isHolistic(a.aggregateFunction)
             case _ => false
           })) {
-          SkewAggDecisions.record(
+          RecordedDecisions.record(
             agg,
             SwitchedOff("not one key at a time", SkewAggConf.SINGLE_KEY_ENABLED))
         }
@@ -132,13 +132,13 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
     val collect = SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_COLLECT_ENABLED)
     val typedOn = SkewAggConf.enabled(conf, SkewAggConf.SINGLE_KEY_TYPED_AGGREGATE_ENABLED)
     if (collects && !collect) {
-      SkewAggDecisions.record(
+      RecordedDecisions.record(
         agg,
         SwitchedOff(
           "collect_list / collect_set not one key at a time",
           SkewAggConf.SINGLE_KEY_COLLECT_ENABLED))
     } else if (!collects && typed && !typedOn) {
-      SkewAggDecisions.record(
+      RecordedDecisions.record(
         agg,
         SwitchedOff(
           "typed Aggregators not one key at a time",
@@ -203,7 +203,7 @@ case class PlanHolisticAggregatesSortBased(session: SparkSession) extends SparkS
           results,
           sortValue.get,
           projected)
-      case Some(refusal) => SkewAggDecisions.record(
+      case Some(refusal) => RecordedDecisions.record(
           SingleKeyAggregateExec(
             groupingAttributes,
             complete,

@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.datasources.BucketingUtils
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeExec
 import org.apache.spark.sql.skewagg.{
-  FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
+  FusedAggregates, SkewAggConf, RecordedDecisions, SkewAggHints, SkewAggLocalStageExec,
   SkewedPartitions
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Rewritten, SwitchedOff}
@@ -19,8 +19,8 @@ import org.apache.spark.util.collection.BitSet
 
 /**
  * Physical rule, run once the plan's exchanges are in place (adaptive: query-stage preparation;
- * otherwise: before columnar transitions, the only later hook; see
- * [[SplitSkewedBucketsWithoutAdaptive]]).
+ * otherwise: before columnar transitions, the only later hook, where
+ * [[PlanningFallback.beforeColumnarTransitions]] runs it).
  *
  * Matches: the aggregates Spark planned for one aggregate over a bucketed file scan, through
  * Project, Filter, Expand and Sort only (no exchange), the top one relying on the bucketing for
@@ -58,7 +58,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
       plan.foreach {
         case top @ AggregatesOverBucketedScan(scan, _)
             if relies(top) && measure(scan)._1.nonEmpty =>
-          SkewAggDecisions.record(
+          RecordedDecisions.record(
             top,
             SwitchedOff("no split read of the skewed buckets", SkewAggConf.BUCKETED_ENABLED))
         case _ =>
@@ -87,7 +87,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
         split(top, aggregates, scan, skew)
       } else {
         // On the bottom partial: the node a fused aggregate takes its halves' records from.
-        aggregates.filter(isBottomPartial).foreach(SkewAggDecisions.record(
+        aggregates.filter(isBottomPartial).foreach(RecordedDecisions.record(
           _,
           NotSkewed.of("the buckets read", sizes, bytes, skew, conf)))
         top
@@ -144,7 +144,7 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     else {
       val asBefore = withScan(top, scan, readOnly(scan, cold, bucketed = true))
       asBefore.foreach {
-        case a: BaseAggregateExec => SkewAggDecisions.record(
+        case a: BaseAggregateExec => RecordedDecisions.record(
             a,
             Rewritten(
               "the buckets that " +

@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, EnsureRequi
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  FusedAggregates, SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints,
+  FusedAggregates, SkewAggConf, SkewAggDecision, RecordedDecisions, SkewAggHints,
   SkewAggLocalStageExec, SkewedPartitions, TaskSlots
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritten, SwitchedOff}
@@ -50,12 +50,12 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
 
   override def apply(plan: SparkPlan): SparkPlan = {
     if (!SkewAggConf.enabled(conf)) return plan
-    plan.foreach(p => notSkewedJoinBelow(p).foreach(SkewAggDecisions.record(p, _)))
+    plan.foreach(p => notSkewedJoinBelow(p).foreach(RecordedDecisions.record(p, _)))
     if (!conf.getConf(SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)) {
       return FusedAggregates.splitWhere(plan, isCandidate) { split =>
         split.foreach(p =>
           if (isCandidate(p)) {
-            SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.switchedOff)
+            RecordedDecisions.record(p, SplitSkewedJoinBelowAggregate.switchedOff)
           })
         split
       }
@@ -69,7 +69,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
       SplitSkewedJoinBelowAggregate.warnCostModelOnce()
       plan.foreach(p =>
         if (isCandidate(p))
-          SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
+          RecordedDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
       return plan
     }
     val apart = withCheapExchanges(plan, minAdded = 0)(splitApartBelowDistinct)
@@ -78,7 +78,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
       case partial if isCandidate(partial) =>
         val split = splitJoinBelow(partial)
         if (split.fastEquals(partial)) {
-          SkewAggDecisions.record(partial, unsplitReason(partial))
+          RecordedDecisions.record(partial, unsplitReason(partial))
         } else {
           val skew = largestSkew(partial)
           val spread = if (skew.inRows) GroupsBeyondShuffleKeys.spreadNote(partial) else ""
@@ -88,8 +88,8 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     // Rolled back: the records went with the rewritten plan.
     if (rewritten eq plan) {
       plan.foreach(p =>
-        if (isCandidate(p) && SkewAggDecisions.of(p).isEmpty) {
-          SkewAggDecisions.record(p, SplitSkewedJoinBelowAggregate.notCheapRefusal)
+        if (isCandidate(p) && RecordedDecisions.of(p).isEmpty) {
+          RecordedDecisions.record(p, SplitSkewedJoinBelowAggregate.notCheapRefusal)
         })
     }
     rewritten

@@ -13,7 +13,7 @@ import org.apache.spark.sql.execution.exchange.{
   REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec
 }
 import org.apache.spark.sql.skewagg.{
-  FusedAggregates, SkewAggConf, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
+  FusedAggregates, SkewAggConf, RecordedDecisions, SkewAggHints, SkewAggLocalStageExec,
   SkewedPartitions
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritten, SwitchedOff}
@@ -57,7 +57,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
       return FusedAggregates.splitWhere(plan, isCandidate) { split =>
         split.foreach(p =>
           if (splits(p) && userStageBelow(p).exists(measured(p, _).skew.nonEmpty)) {
-            SkewAggDecisions.record(
+            RecordedDecisions.record(
               p,
               SwitchedOff(
                 "no split read of the skewed repartition below",
@@ -211,7 +211,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     val measure = measured(partial, stage)
     val skew = measure.skew
     if (!skew.nonEmpty) {
-      SkewAggDecisions.record(partial, measure.notSkewed("the user's repartition below", conf))
+      RecordedDecisions.record(partial, measure.notSkewed("the user's repartition below", conf))
       return None
     }
     val skewedIds = skew.skewed.map(_._1).toSet
@@ -226,7 +226,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
       }
     }
     if (splits == 0) {
-      SkewAggDecisions.record(
+      RecordedDecisions.record(
         partial,
         Refused(
           "the repartition is skewed, but one map task wrote each skewed partition, so it " +

@@ -9,10 +9,10 @@ import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  SkewAggConf, SkewAggDecision, SkewAggDecisions, SkewAggHints, SkewAggLocalStageExec,
+  SkewAggConf, SkewAggDecision, RecordedDecisions, SkewAggHints, SkewAggLocalStageExec,
   SkewAggWindowExec, SkewedPartitions
 }
-import org.apache.spark.sql.skewagg.hotkey.{HotKeySplitMetrics, HotKeySplitPipeline}
+import org.apache.spark.sql.skewagg.hotkey.{HotKeySplitMetrics, HotKeySplitSteps}
 
 /**
  * Spark's window (`WindowExec` over its sort), or a chain of windows on the same keys, whose hot
@@ -29,8 +29,8 @@ import org.apache.spark.sql.skewagg.hotkey.{HotKeySplitMetrics, HotKeySplitPipel
  * as expression fields, which Spark's plan methods read and rewrite); `forced` (the SKEW_AGG
  * hint) reads every partition as skewed.
  *
- * Execution ([[HotKeySplitWindowEvaluator]] runs what [[WindowSplitPlan]] decides, on the
- * hot-key pipeline; every decision is a function of the input, so task retries are safe):
+ * Execution ([[HotKeySplitWindowJobs]] runs what [[WindowSplitPlan]] decides, on the
+ * hot-key steps; every decision is a function of the input, so task retries are safe):
  *  1. Partitions that are not skewed run Spark's own sort and window, as before.
  *  2. The skewed ones are read in map-output pieces (as Spark's skew join reads them); one job
  *     samples a part of their map outputs ([[SampledMapOutputs]], [[HotKeyRanges.sample]]): hot
@@ -42,7 +42,7 @@ import org.apache.spark.sql.skewagg.hotkey.{HotKeySplitMetrics, HotKeySplitPipel
  *     range to its own split partitions, so peers (equal order values) meet in one split and the
  *     splits hold the key in order.
  *  4. Each split is summarized (rows, peer groups, partial aggregates): by the map tasks of that
- *     shuffle as they route its rows ([[RoutedSummaries]]), or, when a summary reads the rows in
+ *     shuffle as they route its rows ([[SummariesByMapTask]]), or, when a summary reads the rows in
  *     order, by one job over the splits. The driver folds the summaries into each split's seed
  *     and the key's whole-partition values ([[SplitWindowFunctions]]); each split then sorts its
  *     rows and computes their results.
@@ -102,7 +102,7 @@ case class HotKeySplitWindowExec(
 
   override def nodeName: String = "HotKeySplitWindow"
 
-  override def decision: String = SkewAggDecisions.atRunTime(this).lastOption.map(_.what)
+  override def decision: String = RecordedDecisions.atRunTime(this).lastOption.map(_.what)
     .getOrElse("hot keys of skewed window partitions split by order (not run yet)")
 
   override def simpleString(maxFields: Int): String = {
@@ -149,8 +149,8 @@ case class HotKeySplitWindowExec(
     windows.size == 1 && windows.head.orderSpec.isEmpty && levels.exists(_.wholeValuesOnly)
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val pipeline = new HotKeySplitPipeline(sparkContext, hotKeySplitMetrics)
-    new HotKeySplitWindowEvaluator(this, pipeline).execute()
+    val steps = new HotKeySplitSteps(sparkContext, hotKeySplitMetrics)
+    new HotKeySplitWindowJobs(this, steps).execute()
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): HotKeySplitWindowExec =

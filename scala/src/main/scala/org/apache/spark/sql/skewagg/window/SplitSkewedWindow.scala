@@ -11,14 +11,14 @@ import org.apache.spark.sql.execution.exchange.{ENSURE_REQUIREMENTS, ShuffleExch
 import org.apache.spark.sql.execution.window.{WindowExec, WindowGroupLimitExec}
 import org.apache.spark.sql.skewagg.{
   CheapExchanges, Collations, FusedAggregates, PartialAggregates, SkewAggConf, SkewAggDecision,
-  SkewAggDecisions, SkewAggHints
+  RecordedDecisions, SkewAggHints
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Refused, Rewritten, SwitchedOff}
 import org.apache.spark.sql.skewagg.window.SplitSkewedWindow.Rewrite
 
 /**
  * Adaptive query-stage preparation rule (`adaptive`), and without adaptive execution a rule run
- * before columnar transitions ([[SplitSkewedWindowWithoutAdaptive]]).
+ * before columnar transitions ([[PlanningFallback.beforeColumnarTransitions]]).
  *
  * Matches: Spark's window (`WindowExec`, not a Python window) over the sort Spark placed for it,
  * over Project / Filter (deterministic) and the window's own shuffle (origin
@@ -62,7 +62,7 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     val below = chains.flatMap(_.init)
     val tops = chains.filterNot(c => below.exists(_ eq c.last))
     for (chain <- tops; reason <- limitedBelow(chain.head)) {
-      chain.foreach(SkewAggDecisions.record(_, Refused(reason, Rewrite)))
+      chain.foreach(RecordedDecisions.record(_, Refused(reason, Rewrite)))
     }
     val candidates = tops
       .flatMap(chain => inputOf(chain.head).map(chain -> _))
@@ -97,7 +97,7 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
                 "repartitioning would move every row.",
               Rewrite)
           }
-          chain.foreach(SkewAggDecisions.record(_, decision))
+          chain.foreach(RecordedDecisions.record(_, decision))
           rewritten
       }
     }
@@ -121,7 +121,7 @@ case class SplitSkewedWindow(session: SparkSession, adaptive: Boolean = true)
     val skew = sizes.map { s =>
       HotKeySplitWindowExec.skewOf(s, forced, conf, HotKeySplitWindowExec.slotsFor(s.length, conf))
     }
-    def record(decision: SkewAggDecision) = chain.foreach(SkewAggDecisions.record(_, decision))
+    def record(decision: SkewAggDecision) = chain.foreach(RecordedDecisions.record(_, decision))
     def refuse(reason: String) = { record(Refused(reason, Rewrite)); None }
     val keys = chain.head.partitionSpec
     val inputColumns = sortInput(chain.head).outputSet

@@ -4,10 +4,10 @@ import org.apache.spark.{MapOutputStatistics, MapOutputTrackerMaster, SparkEnv}
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
-import org.apache.spark.sql.skewagg.hotkey.HotKeySplitPipeline
+import org.apache.spark.sql.skewagg.hotkey.HotKeySplitSteps
 
 /**
- * The window's shuffle below its input, as [[HotKeySplitWindowEvaluator]] reads it: a materialized
+ * The window's shuffle below its input, as [[HotKeySplitWindowJobs]] reads it: a materialized
  * adaptive query stage (maybe read coalesced), or, without adaptive execution, the exchange
  * Spark planned, whose map stage the split runs itself.
  */
@@ -70,7 +70,7 @@ private[window] object WindowShuffle {
   case class PlannedExchange(exchange: ShuffleExchangeLike, node: SparkPlan)
       extends WindowShuffle {
     override def statistics: Option[MapOutputStatistics] =
-      Option(HotKeySplitPipeline.awaited(ShuffleJobs.submit(exchange)))
+      Option(HotKeySplitSteps.awaited(ShuffleJobs.submit(exchange)))
     override def specs(sizes: Array[Long]): Seq[ShufflePartitionSpec] = oneSpecPerReducer(sizes)
     override def reading(input: SparkPlan, specs: Seq[ShufflePartitionSpec]): SparkPlan =
       input.transformUp {

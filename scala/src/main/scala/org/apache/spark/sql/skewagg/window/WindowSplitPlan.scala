@@ -78,7 +78,7 @@ final case class SplitKeys(split: Seq[Int], spark: Seq[Int], note: Option[String
  *  3. [[splitKeys]]: what the summaries say of each hot key → the keys split and those left to
  *     Spark's window, with the reason.
  *
- * The run ([[HotKeySplitWindowEvaluator]]) only runs what they return and records it.
+ * The run ([[HotKeySplitWindowJobs]]) only runs what they return and records it.
  */
 object WindowSplitPlan {
 

@@ -9,7 +9,7 @@ import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  CheapExchanges, Differential, EveryBuild, SkewAggConf, SkewAggDecisions, SkewAggLocalStageExec,
+  CheapExchanges, Differential, EveryBuild, SkewAggConf, RecordedDecisions, SkewAggLocalStageExec,
   SkewAggSuiteBase, SpreadOverBuilds
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, SwitchedOff}
@@ -57,7 +57,7 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Spread
   }
 
   private def notSkewed(d: Differential, adaptive: Boolean): Seq[NotSkewed] =
-    nodes[SparkPlan](d.plan(on = true, adaptive)).flatMap(SkewAggDecisions.of).collect {
+    nodes[SparkPlan](d.plan(on = true, adaptive)).flatMap(RecordedDecisions.of).collect {
       case n: NotSkewed => n
     }
 
@@ -224,7 +224,7 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Spread
     for (adaptive <- Seq(false, true)) {
       assert(bucketedScans(d, on = true, adaptive) == 1)
       // Recorded where the rule would have split, for the explanation.
-      val recorded = nodes[SparkPlan](d.plan(on = true, adaptive)).flatMap(SkewAggDecisions.of)
+      val recorded = nodes[SparkPlan](d.plan(on = true, adaptive)).flatMap(RecordedDecisions.of)
       assert(
         recorded.contains(SwitchedOff(
           "no split read of the skewed buckets",

@@ -6,7 +6,7 @@ import org.apache.spark.sql.execution.window.WindowExec
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  CheapExchanges, Differential, EveryBuild, SkewAggConf, SkewAggDecisions, SkewAggSuiteBase,
+  CheapExchanges, Differential, EveryBuild, SkewAggConf, RecordedDecisions, SkewAggSuiteBase,
   SkewTestData, SpreadOverBuilds
 }
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
@@ -71,7 +71,7 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
   /** What the rule recorded about the windows of skewagg's adaptive plan. */
   private def windowDecisions(d: Differential): Seq[String] =
     nodes[WindowExec](d.plan(on = true, adaptive = true)).flatMap { w =>
-      w.collect { case n => SkewAggDecisions.of(n) }.flatten
+      w.collect { case n => RecordedDecisions.of(n) }.flatten
     }.map(_.text).distinct
 
   test("ranking functions over a unique order, ascending and descending", EveryBuild) {

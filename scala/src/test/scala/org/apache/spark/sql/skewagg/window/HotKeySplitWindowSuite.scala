@@ -8,7 +8,7 @@ import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
   CheapExchanges, ConfScopes, Differential, EveryBuild, LineFeatures, SinceSpark40, SkewAggConf,
-  SkewAggDecisions, SkewAggSuiteBase, SkewTestData, SpreadOverBuilds
+  RecordedDecisions, SkewAggSuiteBase, SkewTestData, SpreadOverBuilds
 }
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 
@@ -84,7 +84,7 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
    */
   private def windowDecisions(d: Differential): Seq[String] =
     nodes[WindowExec](d.plan(on = true, adaptive = true)).flatMap { w =>
-      w.collect { case n => SkewAggDecisions.of(n) }.flatten
+      w.collect { case n => RecordedDecisions.of(n) }.flatten
     }.map(_.text).distinct
 
   test("whole-partition aggregates without ORDER BY: the key's values on every row") {

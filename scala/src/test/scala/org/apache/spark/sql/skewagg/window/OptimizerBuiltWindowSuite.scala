@@ -5,7 +5,7 @@ import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.skewagg.{
-  Differential, EveryBuild, LineFeatures, SinceSpark40, SkewAggConf, SkewAggDecisions,
+  Differential, EveryBuild, LineFeatures, SinceSpark40, SkewAggConf, RecordedDecisions,
   SkewAggSuiteBase, SpreadOverBuilds
 }
 
@@ -68,7 +68,7 @@ class OptimizerBuiltWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
   /** What skewagg decided in the plan of `d` (adaptive execution `adaptive`), and why. */
   private def decisions(d: Differential, adaptive: Boolean): String = {
     val plan = d.plan(on = true, adaptive)
-    val recorded = nodes[SparkPlan](plan).flatMap(_.collect { case n => SkewAggDecisions.of(n) })
+    val recorded = nodes[SparkPlan](plan).flatMap(_.collect { case n => RecordedDecisions.of(n) })
       .flatten.map(_.text)
     val splits = nodes[HotKeySplitWindowExec](plan).map(_.decision)
     (recorded ++ splits).distinct.mkString("\n") + s"\n$plan"

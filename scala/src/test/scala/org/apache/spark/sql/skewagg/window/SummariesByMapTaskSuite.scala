@@ -11,8 +11,8 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.LongType
 import org.scalatest.funsuite.AnyFunSuite
 
-/** [[RoutedSummaries]]: one summary per map task, however often a task ran. */
-class RoutedSummariesSuite extends AnyFunSuite {
+/** [[SummariesByMapTask]]: one summary per map task, however often a task ran. */
+class SummariesByMapTaskSuite extends AnyFunSuite {
 
   private val k = AttributeReference("k", LongType)()
   private val v = AttributeReference("v", LongType)()
@@ -33,11 +33,11 @@ class RoutedSummariesSuite extends AnyFunSuite {
     functions.summarize(values.iterator.map(x => InternalRow(0L, x)))
 
   test("a map task run again replaces its summaries; splits no task reached are empty") {
-    val routed = new RoutedSummaries
+    val routed = new SummariesByMapTask
     routed.add(0 -> Map(0 -> summary(1, 2), 1 -> summary(10)))
     routed.add(1 -> Map(0 -> summary(100)))
     routed.add(0 -> Map(0 -> summary(1, 2), 1 -> summary(10))) // (task 0 retried)
-    val fromExecutor = new RoutedSummaries
+    val fromExecutor = new SummariesByMapTask
     fromExecutor.add(1 -> Map(0 -> summary(100))) // (task 1 speculated)
     routed.merge(fromExecutor)
     val Seq(first, second, third) = routed.summaries(3, functions)

@@ -12,7 +12,7 @@ import org.apache.spark.sql.execution.adaptive.QueryStageExec
  * A node keeps each distinct decision once, in the order recorded: rules run again each time
  * adaptive execution re-plans.
  */
-object SkewAggDecisions {
+object RecordedDecisions {
   val Tag: TreeNodeTag[Seq[SkewAggDecision]] = TreeNodeTag[Seq[SkewAggDecision]]("skewagg.decision")
 
   /**

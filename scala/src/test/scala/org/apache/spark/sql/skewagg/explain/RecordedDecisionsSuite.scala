@@ -4,14 +4,14 @@ import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  EveryBuild, LineFeatures, PlanNodes, SkewAggConf, SkewAggDecision, SkewAggDecisions,
+  EveryBuild, LineFeatures, PlanNodes, SkewAggConf, SkewAggDecision, RecordedDecisions,
   SkewAggSuiteBase, SpreadOverBuilds
 }
 
 import org.apache.spark.sql.skewagg.SkewTestData._
 
 /** The explanation text for each kind of decision, and its section in Spark's EXPLAIN. */
-class SkewAggDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
+class RecordedDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
 
   private val adaptiveOn = SQLConf.ADAPTIVE_EXECUTION_ENABLED.key -> "true"
 
@@ -310,7 +310,7 @@ class SkewAggDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
   /** The not-skewed decisions rules recorded on the executed plan of `df`, once run. */
   private def notSkewedRecorded(df: DataFrame): Seq[SkewAggDecision.NotSkewed] = {
     df.collect()
-    PlanNodes.all(df.queryExecution.executedPlan).flatMap(SkewAggDecisions.of).collect {
+    PlanNodes.all(df.queryExecution.executedPlan).flatMap(RecordedDecisions.of).collect {
       case n: SkewAggDecision.NotSkewed => n
     }.distinct
   }

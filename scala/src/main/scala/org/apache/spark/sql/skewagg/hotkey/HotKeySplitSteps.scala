@@ -17,7 +17,7 @@ import org.apache.spark.util.{AccumulatorV2, CompletionIterator, ThreadUtils}
  * what a feature summarizes of a split (`S`) and seeds each split with (`T`):
  *  1. sample: [[HotKeyRanges.sample]] picks the hot keys and the ranges they are split by;
  *  2. [[route]]: the input shuffled by the ranges' router; its map tasks may also summarize the
- *     rows they route to each split ([[RoutedSplitSummaries]]);
+ *     rows they route to each split ([[SummariesWhileRouting]]);
  *  3. [[readPartitions]], [[readSpecs]]: partitions of that shuffle, as tasks;
  *  4. the splits' summaries on the driver: one job over the split partitions ([[collected]]), or
  *     what the map tasks summarized ([[routedSummaries]]);
@@ -27,11 +27,11 @@ import org.apache.spark.util.{AccumulatorV2, CompletionIterator, ThreadUtils}
  * Its metrics are `metrics` ([[HotKeySplitMetrics]]): the shuffle's size, reads and writes, and
  * the split's numbers, which the caller records and posts ([[postDriverMetrics]]).
  *
- * Rule: the pipeline stays on the driver. The closures it ships capture its arguments' values,
- * never the pipeline, and every step is a function of the input (the routing, the summaries and
+ * Rule: the steps stay on the driver. The closures they ship capture its arguments' values,
+ * never these steps, and every step is a function of the input (the routing, the summaries and
  * seeds), so a task run again gives what its first run gave.
  */
-final class HotKeySplitPipeline(sparkContext: SparkContext, val metrics: HotKeySplitMetrics) {
+final class HotKeySplitSteps(sparkContext: SparkContext, val metrics: HotKeySplitMetrics) {
 
   /**
    * `input` (rows of `inputAttributes`) shuffled to the partitions `ranges.router` gives them by
@@ -45,7 +45,7 @@ final class HotKeySplitPipeline(sparkContext: SparkContext, val metrics: HotKeyS
       keys: Seq[Expression],
       order: Seq[SortOrder],
       inputAttributes: Seq[Attribute],
-      summarizing: Option[RoutedSplitSummaries[S]] = None,
+      summarizing: Option[SummariesWhileRouting[S]] = None,
       routesHotKeys: Boolean = true): ShuffleDependency[Int, InternalRow, InternalRow] = {
     val first = ranges.hashPartitions
     val withPartitionIds = input.mapPartitionsWithIndexInternal { (mapTask, rows) =>
@@ -108,9 +108,9 @@ final class HotKeySplitPipeline(sparkContext: SparkContext, val metrics: HotKeyS
    */
   def routedSummaries[S](
       dependency: ShuffleDependency[Int, InternalRow, InternalRow],
-      summarizing: RoutedSplitSummaries[S],
+      summarizing: SummariesWhileRouting[S],
       numSplits: Int): IndexedSeq[S] = {
-    HotKeySplitPipeline.awaited(sparkContext.submitMapStage(dependency))
+    HotKeySplitSteps.awaited(sparkContext.submitMapStage(dependency))
     summarizing.summaries(numSplits)
   }
 
@@ -152,7 +152,7 @@ final class HotKeySplitPipeline(sparkContext: SparkContext, val metrics: HotKeyS
     metrics.postDriverUpdates(sparkContext, others)
 }
 
-object HotKeySplitPipeline {
+object HotKeySplitSteps {
 
   /** The map stage's result once it has run; a failed stage throws its error as a job's would. */
   def awaited[T](mapStage: Future[T]): T = {

@@ -4,7 +4,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 
 /**
  * Summaries of type `S` that the routing map tasks make of the split rows they route
- * ([[HotKeySplitPipeline.route]]): each map task summarizes the rows it sends to each split (its
+ * ([[HotKeySplitSteps.route]]): each map task summarizes the rows it sends to each split (its
  * part of that split) and hands them, by split index, to [[add]] when it ends; once the map
  * stage has run, the driver reads one summary per split ([[summaries]]).
  *
@@ -12,7 +12,7 @@ import org.apache.spark.sql.catalyst.InternalRow
  * [[add]] keeps one entry per map task, replaced by a later run, and [[summaries]] merges one
  * entry per map task, in map task order.
  */
-trait RoutedSplitSummaries[S] extends Serializable {
+trait SummariesWhileRouting[S] extends Serializable {
 
   /** In a map task: a maker of one split's summarizer, built once per task and shared. */
   def summarizers(): () => SplitSummarizer[S]

@@ -8,23 +8,23 @@ import org.apache.spark.sql.catalyst.expressions.{
 import org.apache.spark.sql.catalyst.expressions.aggregate.{AggregateExpression, Final, Partial}
 import org.apache.spark.sql.execution.SortExec
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.skewagg.{SkewAggConf, SkewAggDecisions, TaskSlots}
+import org.apache.spark.sql.skewagg.{SkewAggConf, RecordedDecisions, TaskSlots}
 import org.apache.spark.sql.skewagg.SkewAggDecision.AtRunTime
-import org.apache.spark.sql.skewagg.hotkey.{ExternalSorts, HotKeyRanges, HotKeySplitPipeline}
+import org.apache.spark.sql.skewagg.hotkey.{ExternalSorts, HotKeyRanges, HotKeySplitSteps}
 
 /**
- * The run of `plan`, a [[HotKeySplitAggregateExec]] (its `doExecute`), on the hot-key pipeline
- * ([[HotKeySplitPipeline]]): the input sampled by the key and its sorted value, routed, the
+ * The run of `plan`, a [[HotKeySplitAggregateExec]] (its `doExecute`), with the hot-key steps
+ * ([[HotKeySplitSteps]]): the input sampled by the key and its sorted value, routed, the
  * ordinary keys aggregated as SingleKeyAggregate does; a hot key's splits summarized as
  * [[SplitCount]]s, folded per key into the ranks each split must find ([[SplitRanks]]), the
  * values at those ranks picked by a second job, and each key's row merged in one task.
  *
  * Rule: driver only, and never captured: its closures capture values copied into local vals
- * (expressions, bound functions, metrics), not this evaluator or its plan.
+ * (expressions, bound functions, metrics), not these jobs or their plan.
  */
-private[singlekey] final class HotKeySplitAggregateEvaluator(
+private[singlekey] final class HotKeySplitAggregateJobs(
     plan: HotKeySplitAggregateExec,
-    pipeline: HotKeySplitPipeline) {
+    steps: HotKeySplitSteps) {
 
   private val child = plan.child
 
@@ -55,7 +55,7 @@ private[singlekey] final class HotKeySplitAggregateEvaluator(
       conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_SAMPLE_FRACTION),
       TaskSlots.of(conf, conf.numShufflePartitions),
       conf.getConf(SkewAggConf.SKEW_FACTOR)).head
-    SkewAggDecisions.note(
+    RecordedDecisions.note(
       plan,
       AtRunTime(
         HotKeySplitAggregateExec.Step,
@@ -63,18 +63,18 @@ private[singlekey] final class HotKeySplitAggregateEvaluator(
           "value",
           conf.getConf(SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS),
           SkewAggConf.SINGLE_KEY_SPLIT_MIN_KEY_ROWS.key)))
-    pipeline.metrics.recordSplit(ranges.hotKeys.size, ranges.numSplits)
+    steps.metrics.recordSplit(ranges.hotKeys.size, ranges.numSplits)
 
     val dependency =
-      pipeline.route(input, ranges, plan.groupingAttributes, order, child.output)
+      steps.route(input, ranges, plan.groupingAttributes, order, child.output)
     val ordinaryRows =
-      aggregateOrdinaryKeys(pipeline.readPartitions(dependency, 0 until ranges.hashPartitions))
+      aggregateOrdinaryKeys(steps.readPartitions(dependency, 0 until ranges.hashPartitions))
     val result = if (ranges.hotKeys.isEmpty) ordinaryRows
     else {
-      val splits = pipeline.readPartitions(dependency, ranges.splitPartitions)
-      pipeline.union(Seq(ordinaryRows, aggregateHotKeys(splits, ranges)))
+      val splits = steps.readPartitions(dependency, ranges.splitPartitions)
+      steps.union(Seq(ordinaryRows, aggregateHotKeys(splits, ranges)))
     }
-    pipeline.postDriverMetrics(Seq(plan.longMetric("splitInterpolations")))
+    steps.postDriverMetrics(Seq(plan.longMetric("splitInterpolations")))
     result
   }
 
@@ -135,7 +135,7 @@ private[singlekey] final class HotKeySplitAggregateEvaluator(
 
     // Per split: the ranks it holds per percentile function, and the others' partial buffer.
     val counts: IndexedSeq[SplitCount] =
-      pipeline.collected(splits, 0 until ranges.numSplits) { (split, rows) =>
+      steps.collected(splits, 0 until ranges.numSplits) { (split, rows) =>
         val held = new Array[Long](boundPercentiles.size)
         var read = 0L
         val counted = rows.map { row =>
@@ -166,7 +166,7 @@ private[singlekey] final class HotKeySplitAggregateEvaluator(
     // Per split and function: the ascending ranks within the split that the results need.
     var interpolations = 0L
     val localRanks: Array[Array[Array[Long]]] =
-      pipeline.seeds(ranges, counts, ranges.hotKeys) { keyCounts =>
+      steps.seeds(ranges, counts, ranges.hotKeys) { keyCounts =>
         val byFunction = boundPercentiles.indices.map { j =>
           val ranks = SplitRanks(keyCounts.map(_.held(j)))
           interpolations += ranks.straddling(boundPercentiles(j).rankPairs(ranks.total))
@@ -180,7 +180,7 @@ private[singlekey] final class HotKeySplitAggregateEvaluator(
     val byValue = sortBy(Seq(plan.sortValue))
     val picking = localRanks.indices.filter(s => localRanks(s).exists(_.nonEmpty))
     val picked: Map[Int, Array[Array[AnyRef]]] = picking.zip(
-      pipeline.collected(splits, picking) { (split, rows) =>
+      steps.collected(splits, picking) { (split, rows) =>
         val wanted = localRanks(split)
         val found = wanted.map(r => new Array[AnyRef](r.length))
         val seen = new Array[Long](wanted.length)
@@ -208,7 +208,7 @@ private[singlekey] final class HotKeySplitAggregateEvaluator(
     val attributes = plan.aggregateAttributes
     val results = plan.resultExpressions
     val hotKeys = ranges.hotKeys
-    pipeline.oneTask { () =>
+    steps.oneTask { () =>
       val project = UnsafeProjection.create(results, grouping ++ attributes)
       val finalInput = grouping ++ finalOthers.flatMap(_.aggregateFunction.inputAggBufferAttributes)
       // (A hot key has rows, as the input is deterministic; the filter is only a safeguard.)

@@ -2,7 +2,7 @@ package org.apache.spark.sql.skewagg.window
 
 import scala.collection.mutable
 
-import org.apache.spark.sql.skewagg.hotkey.{RoutedSplitSummaries, SplitSummarizer}
+import org.apache.spark.sql.skewagg.hotkey.{SummariesWhileRouting, SplitSummarizer}
 import org.apache.spark.util.AccumulatorV2
 
 /**
@@ -12,15 +12,15 @@ import org.apache.spark.util.AccumulatorV2
  * Rule: keyed by map task, so a task run again (retried, speculated, its stage resubmitted)
  * replaces its own entry, and what the driver reads is one summary per map task, whatever ran.
  */
-final class RoutedSummaries
+final class SummariesByMapTask
     extends AccumulatorV2[(Int, Map[Int, SplitSummary]), Map[Int, Map[Int, SplitSummary]]] {
 
   private val byMapTask = mutable.HashMap.empty[Int, Map[Int, SplitSummary]]
 
   override def isZero: Boolean = synchronized(byMapTask.isEmpty)
 
-  override def copy(): RoutedSummaries = synchronized {
-    val copied = new RoutedSummaries
+  override def copy(): SummariesByMapTask = synchronized {
+    val copied = new SummariesByMapTask
     copied.byMapTask ++= byMapTask
     copied
   }
@@ -45,11 +45,13 @@ final class RoutedSummaries
 
 /**
  * The summaries of window `functions`' splits made as the routing map tasks route their rows, as
- * the hot-key pipeline takes them: gathered in `accumulator`; a map task's summarizers share one
+ * the hot-key steps take them: gathered in `accumulator`; a map task's summarizers share one
  * [[SplitWindowFunctions.Summarizers]].
  */
-final class RoutedWindowSummaries(accumulator: RoutedSummaries, functions: SplitWindowFunctions)
-    extends RoutedSplitSummaries[SplitSummary] {
+final class WindowSummariesWhileRouting(
+    accumulator: SummariesByMapTask,
+    functions: SplitWindowFunctions)
+    extends SummariesWhileRouting[SplitSummary] {
 
   override def summarizers(): () => SplitSummarizer[SplitSummary] = {
     val shared = new functions.Summarizers

@@ -8,27 +8,27 @@ import org.apache.spark.sql.catalyst.expressions.{
 }
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.skewagg.{AveragedBlockSizes, SkewAggConf, SkewAggDecisions}
+import org.apache.spark.sql.skewagg.{AveragedBlockSizes, SkewAggConf, RecordedDecisions}
 import org.apache.spark.sql.skewagg.SkewAggDecision.AtRunTime
-import org.apache.spark.sql.skewagg.hotkey.{ExternalSorts, HotKeyRanges, HotKeySplitPipeline}
+import org.apache.spark.sql.skewagg.hotkey.{ExternalSorts, HotKeyRanges, HotKeySplitSteps}
 
 /**
- * The run of `plan`, a [[HotKeySplitWindowExec]] (its `doExecute`), on the hot-key pipeline
- * ([[HotKeySplitPipeline]]). What to do is [[WindowSplitPlan]]'s, a value computed from what
+ * The run of `plan`, a [[HotKeySplitWindowExec]] (its `doExecute`), with the hot-key steps
+ * ([[HotKeySplitSteps]]). What to do is [[WindowSplitPlan]]'s, a value computed from what
  * the run measures; the run only makes the jobs it asks for and follows it: the skewed
  * partitions of the window's shuffle read in map-output pieces and sampled; the other keys of
  * those partitions by hash to Spark's sorts and windows; each window's splits summarized as
- * [[SplitSummary]]s (by the routing map tasks, [[RoutedWindowSummaries]], or one job over the
+ * [[SplitSummary]]s (by the routing map tasks, [[WindowSummariesWhileRouting]], or one job over the
  * splits), folded per hot key into the splits' seeds ([[SplitWindowFunctions.seeds]]), then
  * evaluated, window by window up the chain. It records the plan's description, or its reason
  * for Spark's window, on the plan ([[SkewAggDecision.AtRunTime]]).
  *
  * Rule: driver only, and never captured: its closures capture values copied into local vals
- * (split functions, orders, metrics), not this evaluator or its plan.
+ * (split functions, orders, metrics), not these jobs or their plan.
  */
-private[window] final class HotKeySplitWindowEvaluator(
+private[window] final class HotKeySplitWindowJobs(
     plan: HotKeySplitWindowExec,
-    pipeline: HotKeySplitPipeline) {
+    steps: HotKeySplitSteps) {
 
   private val child = plan.child
   private val windows = plan.windows
@@ -103,7 +103,7 @@ private[window] final class HotKeySplitWindowEvaluator(
   private def run(split: WindowSplit): (RDD[InternalRow], Option[String]) = {
     val pieces = split.pieces
     val ranges = split.routings
-    pipeline.metrics.recordSplit(ranges.head.hotKeys.size, split.tasks)
+    steps.metrics.recordSplit(ranges.head.hotKeys.size, split.tasks)
     val routed = routedSummaries(0, pieces.pieces.size, ranges.head.numSplits)
     val dependency = route(
       inputReading(pieces.pieces).execute(),
@@ -114,18 +114,18 @@ private[window] final class HotKeySplitWindowEvaluator(
     val rest = sparkWindow(
       RowsScanExec(
         child.output,
-        pipeline.readPartitions(dependency, 0 until ranges.head.hashPartitions)))
+        steps.readPartitions(dependency, 0 until ranges.head.hashPartitions)))
     val (hot, unsplit) = hotKeyResults(ranges, dependency, routed, pieces.pieces)
     val parts =
       Seq(rest.execute(), hot) ++
         (if (pieces.ordinary.isEmpty) Nil
          else Seq(sparkWindow(inputReading(pieces.ordinary)).execute()))
-    (pipeline.union(parts), unsplit)
+    (steps.union(parts), unsplit)
   }
 
   private def finish(result: RDD[InternalRow], decision: String): RDD[InternalRow] = {
-    SkewAggDecisions.note(plan, AtRunTime(HotKeySplitWindowExec.Step, decision))
-    pipeline.postDriverMetrics(Seq(plan.longMetric("skewedPartitions")))
+    RecordedDecisions.note(plan, AtRunTime(HotKeySplitWindowExec.Step, decision))
+    steps.postDriverMetrics(Seq(plan.longMetric("skewedPartitions")))
     result
   }
 
@@ -135,11 +135,14 @@ private[window] final class HotKeySplitWindowEvaluator(
    * lead (per split it routes to) stay few on the driver (None: one job over the splits, in
    * order, which keeps one split's edge rows each).
    */
-  private def routedSummaries(i: Int, mapTasks: Int, splits: Int): Option[RoutedWindowSummaries] =
+  private def routedSummaries(
+      i: Int,
+      mapTasks: Int,
+      splits: Int): Option[WindowSummariesWhileRouting] =
     if (levels(i).summarizesInOrder ||
-      levels(i).edgeRows.toLong * mapTasks * splits > HotKeySplitWindowEvaluator.MaxRoutedEdgeRows)
+      levels(i).edgeRows.toLong * mapTasks * splits > HotKeySplitWindowJobs.MaxRoutedEdgeRows)
       None
-    else Some(new RoutedWindowSummaries(pipeline.registered(new RoutedSummaries), levels(i)))
+    else Some(new WindowSummariesWhileRouting(steps.registered(new SummariesByMapTask), levels(i)))
 
   /**
    * What the hot keys' rows are split by for window `i`: its order (of the child's columns), or
@@ -163,9 +166,9 @@ private[window] final class HotKeySplitWindowEvaluator(
       input: RDD[InternalRow],
       ranges: HotKeyRanges,
       level: Int,
-      routed: Option[RoutedWindowSummaries],
+      routed: Option[WindowSummariesWhileRouting],
       routesHotKeys: Boolean): ShuffleDependency[Int, InternalRow, InternalRow] =
-    pipeline.route(
+    steps.route(
       input,
       ranges,
       plan.partitionSpec,
@@ -185,7 +188,7 @@ private[window] final class HotKeySplitWindowEvaluator(
   private def hotKeyResults(
       ranges: Seq[HotKeyRanges],
       dependency: ShuffleDependency[Int, InternalRow, InternalRow],
-      routed: Option[RoutedWindowSummaries],
+      routed: Option[WindowSummariesWhileRouting],
       pieceSpecs: Seq[ShufflePartitionSpec]): (RDD[InternalRow], Option[String]) = {
     val summaries = summariesOf(0, ranges.head, dependency, routed)
     val first = ranges.head.hashPartitions
@@ -219,8 +222,8 @@ private[window] final class HotKeySplitWindowEvaluator(
       // Each such key's splits read in order by one task, Spark's sorts and windows over them.
       val whole = sparksKeys.sorted.map(ranges.head.hotKeys).map(h =>
         CoalescedPartitionSpec(h.partitions.head, h.partitions.last + 1))
-      val keys = pipeline.readSpecs(dependency, whole)
-      (pipeline.union(Seq(results, sparkWindow(RowsScanExec(child.output, keys)).execute())), note)
+      val keys = steps.readSpecs(dependency, whole)
+      (steps.union(Seq(results, sparkWindow(RowsScanExec(child.output, keys)).execute())), note)
     }
   }
 
@@ -245,15 +248,15 @@ private[window] final class HotKeySplitWindowEvaluator(
       level: Int,
       ranges: HotKeyRanges,
       dependency: ShuffleDependency[Int, InternalRow, InternalRow],
-      routed: Option[RoutedWindowSummaries]): IndexedSeq[SplitSummary] =
+      routed: Option[WindowSummariesWhileRouting]): IndexedSeq[SplitSummary] =
     routed match {
       case Some(byMapTask) => // (made as the map stage runs, which runs first)
-        pipeline.routedSummaries(dependency, byMapTask, ranges.numSplits)
+        steps.routedSummaries(dependency, byMapTask, ranges.numSplits)
       case None =>
         val split = levels(level)
         val sorted = inOrder(level)
-        val splits = pipeline.readPartitions(dependency, ranges.splitPartitions)
-        pipeline.collected(splits, 0 until ranges.numSplits) { (_, rows) =>
+        val splits = steps.readPartitions(dependency, ranges.splitPartitions)
+        steps.collected(splits, 0 until ranges.numSplits) { (_, rows) =>
           split.summarize(sorted(rows))
         }
     }
@@ -268,7 +271,7 @@ private[window] final class HotKeySplitWindowEvaluator(
       splitKeys: Seq[Int],
       summaries: IndexedSeq[SplitSummary]): Array[(SplitSeed, InternalRow)] = {
     val split = levels(level)
-    pipeline.seeds(ranges, summaries, splitKeys.map(ranges.hotKeys)) { keySummaries =>
+    steps.seeds(ranges, summaries, splitKeys.map(ranges.hotKeys)) { keySummaries =>
       val (keySeeds, values) = split.seeds(keySummaries)
       keySeeds.map((_, values))
     }
@@ -286,7 +289,7 @@ private[window] final class HotKeySplitWindowEvaluator(
     val peerBuffer = PeerBuffer(
       conf.windowExecBufferInMemoryThreshold,
       conf.windowExecBufferSpillThreshold)
-    pipeline.readPartitions(dependency, ranges.splitPartitions).mapPartitionsWithIndexInternal {
+    steps.readPartitions(dependency, ranges.splitPartitions).mapPartitionsWithIndexInternal {
       (i, rows) =>
         if (seeds(i) == null) Iterator.empty // (a key left to Spark's windows)
         else {
@@ -319,7 +322,7 @@ private[window] final class HotKeySplitWindowEvaluator(
   }
 }
 
-private object HotKeySplitWindowEvaluator {
+private object HotKeySplitWindowJobs {
 
   /** The most edge rows (for lag and lead) the routing map tasks may send the driver in all. */
   val MaxRoutedEdgeRows: Long = 1L << 20
