@@ -1,5 +1,7 @@
 package org.apache.spark.sql.skewagg
 
+import org.scalatest.BeforeAndAfterAll
+
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec
@@ -13,7 +15,15 @@ import org.apache.spark.sql.internal.SQLConf
  * aggregates, windows, hints, AQE and ANSI on and off), switched off at run time in the session
  * where the case just ran with skewagg on ([[org.apache.spark.sql.skewagg.fuzz.FuzzRunner]]).
  */
-class KillSwitchSuite extends SkewAggSuiteBase {
+class KillSwitchSuite extends SkewAggSuiteBase with BeforeAndAfterAll {
+
+  /** The shared vanilla session's settings before the tests (the fuzz runner reuses it). */
+  private var vanillaSettings = Map.empty[String, String]
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    vanillaSettings = SharedSkewAggSession.vanilla.conf.getAll
+  }
 
   private def fact(s: SparkSession): DataFrame =
     s.range(0, 2000).select((col("id") % 13).as("k"), col("id").cast("double").as("v"))
@@ -71,5 +81,9 @@ class KillSwitchSuite extends SkewAggSuiteBase {
         }
       }
     }
+  }
+
+  test("the shared vanilla session keeps the settings it had before these tests") {
+    assert(SharedSkewAggSession.vanilla.conf.getAll == vanillaSettings)
   }
 }
