@@ -205,25 +205,38 @@ private[window] final class HotKeySplitWindowJobs(
       val valuesByKey = new java.util.HashMap[UnsafeRow, InternalRow]()
       ranges.head.hotKeys.foreach(h =>
         valuesByKey.put(h.key, firstSeeds(h.firstPartition - first)._2))
-      return (withKeyValues(inputReading(pieceSpecs).execute(), valuesByKey), note)
+      (withKeyValues(inputReading(pieceSpecs).execute(), valuesByKey), note)
+    } else {
+      val results = chainEvaluated(ranges, dependency, splitKeys, firstSeeds)
+      if (sparksKeys.isEmpty) (results, note)
+      else {
+        // Each such key's splits read in order by one task, Spark's sorts and windows over them.
+        val whole = sparksKeys.sorted.map(ranges.head.hotKeys).map(h =>
+          CoalescedPartitionSpec(h.partitions.head, h.partitions.last + 1))
+        val keys = steps.readSpecs(dependency, whole)
+        (steps.union(Seq(results, sparkWindow(RowsScanExec(child.output, keys)).execute())), note)
+      }
     }
+  }
+
+  /**
+   * The `splitKeys` of the first window evaluated from `firstSeeds`, then each window of the
+   * chain over the results of the one below, routed by its order, summarized and seeded.
+   */
+  private def chainEvaluated(
+      ranges: Seq[HotKeyRanges],
+      dependency: ShuffleDependency[Int, InternalRow, InternalRow],
+      splitKeys: Seq[Int],
+      firstSeeds: Array[(SplitSeed, InternalRow)]): RDD[InternalRow] = {
     val splitRows = plan.longMetric("splitRows")
-    var results = evaluated(0, ranges.head, dependency, firstSeeds, counted = Some(splitRows))
-    windows.indices.tail.foreach { level =>
+    val first = evaluated(0, ranges.head, dependency, firstSeeds, counted = Some(splitRows))
+    windows.indices.tail.foldLeft(first) { (results, level) =>
       val next = ranges(level)
       val nextRouted = routedSummaries(level, results.getNumPartitions, next.numSplits)
       val nextDependency = route(results, next, level, nextRouted, routesHotKeys = true)
       val seeds =
         seedsOf(level, next, splitKeys, summariesOf(level, next, nextDependency, nextRouted))
-      results = evaluated(level, next, nextDependency, seeds, counted = None)
-    }
-    if (sparksKeys.isEmpty) (results, note)
-    else {
-      // Each such key's splits read in order by one task, Spark's sorts and windows over them.
-      val whole = sparksKeys.sorted.map(ranges.head.hotKeys).map(h =>
-        CoalescedPartitionSpec(h.partitions.head, h.partitions.last + 1))
-      val keys = steps.readSpecs(dependency, whole)
-      (steps.union(Seq(results, sparkWindow(RowsScanExec(child.output, keys)).execute())), note)
+      evaluated(level, next, nextDependency, seeds, counted = None)
     }
   }
 
