@@ -44,8 +44,8 @@ object RecordedDecisions {
    */
   def note(node: TreeNode[_], decision: SkewAggDecision): Unit = {
     val replaced: SkewAggDecision => Boolean = decision match {
-      case SkewAggDecision.AtRunTime(step, _) => {
-        case SkewAggDecision.AtRunTime(`step`, _) => true
+      case SkewAggDecision.AtRunTime(step, _, _) => {
+        case SkewAggDecision.AtRunTime(`step`, _, _) => true
         case _ => false
       }
       case _: SkewAggDecision.Pending => _ => false

@@ -197,10 +197,12 @@ object SkewAggDecision {
 
   /**
    * Decided while the query ran, about `step` of a rewrite (the merge after a join's shuffle, the
-   * join below a local aggregate, a hot-key split): `what` it found and did, with its numbers.
-   * A later decision about the same step replaces it ([[RecordedDecisions.note]]).
+   * join below a local aggregate, a hot-key split): `what` it found and did, with its numbers;
+   * `leftAlone` when what it found kept Spark's plan (a split that would not pay). A later
+   * decision about the same step replaces it ([[RecordedDecisions.note]]).
    */
-  final case class AtRunTime(step: String, what: String) extends SkewAggDecision {
+  final case class AtRunTime(step: String, what: String, leftAlone: Boolean = false)
+      extends SkewAggDecision {
     override def text: String = what
   }
 

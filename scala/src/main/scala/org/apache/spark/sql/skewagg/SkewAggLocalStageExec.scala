@@ -38,6 +38,9 @@ trait SkewAggWindowExec extends SkewAggRewriteExec { self: SparkPlan =>
 
   /** What it did, with its numbers once it ran (skewed partitions, hot keys, splits). */
   def decision: String
+
+  /** It ran Spark's window: what it found when it ran did not make a split pay. */
+  def leftAloneWhenRun: Boolean
 }
 
 /**

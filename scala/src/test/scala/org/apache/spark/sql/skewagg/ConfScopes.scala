@@ -6,9 +6,13 @@ import org.apache.spark.sql.RuntimeConfig
 /** Settings changed for a block and restored after it, whether it returns or throws. */
 object ConfScopes {
 
-  /** Runs `body`, then gives `keys` of the session's `conf` their earlier values (or unsets). */
+  /**
+   * Runs `body`, then gives `keys` of the session's `conf` the values set before (or unsets them
+   * where none was set: a default read back and set would stay set).
+   */
   def restoring[T](conf: RuntimeConfig, keys: Seq[String])(body: => T): T = {
-    val saved = keys.map(k => k -> conf.getOption(k))
+    val set = conf.getAll
+    val saved = keys.map(k => k -> set.get(k))
     try body
     finally saved.foreach {
         case (k, Some(v)) => conf.set(k, v)

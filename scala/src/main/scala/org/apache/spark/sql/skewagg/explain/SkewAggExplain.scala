@@ -68,6 +68,7 @@ object SkewAggExplain {
    * keeps its previous plan objects when a rule changes nothing).
    */
   private def decideWindow(window: SparkPlan, adaptiveNotRun: Boolean): String = window match {
+    case s: SkewAggWindowExec if s.leftAloneWhenRun => s"left alone when it ran: ${s.decision}"
     case s: SkewAggWindowExec => s"rewritten: ${s.decision}"
     case _ =>
       val recorded =

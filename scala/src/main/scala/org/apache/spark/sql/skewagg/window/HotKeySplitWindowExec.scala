@@ -105,6 +105,9 @@ case class HotKeySplitWindowExec(
   override def decision: String = RecordedDecisions.atRunTime(this).lastOption.map(_.what)
     .getOrElse("hot keys of skewed window partitions split by order (not run yet)")
 
+  override def leftAloneWhenRun: Boolean =
+    RecordedDecisions.atRunTime(this).lastOption.exists(_.leftAlone)
+
   override def simpleString(maxFields: Int): String = {
     val keys = truncatedString(partitionSpec, "[", ", ", "]", maxFields)
     val chain = windows.map { w =>

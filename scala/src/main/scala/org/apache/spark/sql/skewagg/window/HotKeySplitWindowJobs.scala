@@ -53,15 +53,15 @@ private[window] final class HotKeySplitWindowJobs(
       _ <- plan.splitFunctions.left.map(reason => s"Spark's window: $reason")
       sizes <- shuffle.sizes.toRight("the window's shuffle has no map task")
       settings = settingsOf(sizes)
+      _ = plan.longMetric("skewedPartitions").set(WindowSplitPlan.skew(sizes, settings).skewed.size)
       pieces <- WindowSplitPlan.pieces(sizes, shuffle.specs(sizes.byReducer), settings)
-      _ = plan.longMetric("skewedPartitions").set(pieces.skew.skewed.size.toLong)
       split <- WindowSplitPlan.split(pieces, sampled(pieces), settings)
     } yield split
     decided match {
-      case Left(reason) => finish(sparkWindow(child).execute(), reason)
+      case Left(reason) => finish(sparkWindow(child).execute(), reason, leftAlone = true)
       case Right(split) =>
         val (result, unsplit) = run(split)
-        finish(result, split.description + unsplit.fold("")("; " + _))
+        finish(result, split.description + unsplit.fold("")("; " + _), leftAlone = false)
     }
   }
 
@@ -123,8 +123,11 @@ private[window] final class HotKeySplitWindowJobs(
     (steps.union(parts), unsplit)
   }
 
-  private def finish(result: RDD[InternalRow], decision: String): RDD[InternalRow] = {
-    RecordedDecisions.note(plan, AtRunTime(HotKeySplitWindowExec.Step, decision))
+  private def finish(
+      result: RDD[InternalRow],
+      decision: String,
+      leftAlone: Boolean): RDD[InternalRow] = {
+    RecordedDecisions.note(plan, AtRunTime(HotKeySplitWindowExec.Step, decision, leftAlone))
     steps.postDriverMetrics(Seq(plan.longMetric("skewedPartitions")))
     result
   }

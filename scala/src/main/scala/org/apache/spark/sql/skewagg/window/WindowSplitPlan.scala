@@ -85,9 +85,13 @@ object WindowSplitPlan {
   /** The step's reason for a window that runs as Spark's because nothing is skewed. */
   val NotSkewed = "no partition of the window's shuffle skewed when it ran: Spark's window"
 
+  /** The skewed partitions of the window's shuffle, by the per-slot share alone. */
+  def skew(sizes: WindowShuffleSizes, settings: WindowSplitSettings): SkewedPartitions =
+    HotKeySplitWindowExec.skewOf(sizes.byReducer, settings.forced, settings.conf, settings.slots)
+
   /**
-   * Step 1. The skewed partitions by the per-slot share alone
-   * ([[HotKeySplitWindowExec.skewOf]]); those of them in `specs` (Spark's read) are read in
+   * Step 1. The skewed partitions by the per-slot share alone ([[skew]],
+   * [[HotKeySplitWindowExec.skewOf]]); those of them in `specs` (Spark's read) are read in
    * map-output pieces of [[SkewedPartitions.splitSize]] (as Spark's skew join cuts them), the
    * other reducers of such a spec whole. Without PARTITION BY the one key is the whole
    * partition: it is sampled in as many slices as pieces of that size would hold it, and from at
@@ -101,7 +105,7 @@ object WindowSplitPlan {
       settings: WindowSplitSettings): Either[String, WindowPieces] = {
     val conf = settings.conf
     val byReducer = sizes.byReducer
-    val skew = HotKeySplitWindowExec.skewOf(byReducer, settings.forced, conf, settings.slots)
+    val skew = WindowSplitPlan.skew(sizes, settings)
     val skewedIds = skew.skewed.map(_._1).toSet
     val (skewedSpecs, ordinary) = specs.partition(reducers(_).exists(skewedIds))
     if (skewedSpecs.isEmpty) {

@@ -278,11 +278,16 @@ class GlobalWindowSplitSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     for (adaptive <- Seq(true, false)) {
       val split = splits(d, adaptive)
       assert(split.size == 1 && split.head.metrics("splits").value == 0, split)
+      // The one partition is skewed, and said so, though the split would not pay.
+      assert(split.head.metrics("skewedPartitions").value == 1, split)
       assert(
         split.head.decision.matches("no PARTITION BY: Spark runs the window in one task " +
           "\\(.*\\), left to Spark's window: the split would take about 1\\.\\d+x of Spark's " +
           "stage of .*"),
         split.head.decision)
+      val text = SkewAggExplain.explain(d.plan(on = true, adaptive))
+      assert(text.contains("  left alone when it ran: no PARTITION BY: Spark runs"), text)
+      assert(!text.contains("rewritten:"), text)
     }
   }
 
