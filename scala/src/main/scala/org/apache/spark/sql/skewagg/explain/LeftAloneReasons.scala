@@ -10,7 +10,7 @@ import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
   FusedAggregates, PartialAggregates, PlanNodes, SkewAggAggregateExec, SkewAggConf, SkewAggDecision,
-  RecordedDecisions, SkewAggHints, SkewAggLocalStageExec, SkewedPartitions
+  RecordedDecisions, SkewAggHints, SkewAggLocalStageExec, SkewedPartitions, TaskSlots
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Pending, Refused, SkewedNoMatch}
 import org.apache.spark.sql.skewagg.SkewAggDecision.Refused.EveryRewrite
@@ -107,18 +107,19 @@ object LeftAloneReasons {
         } else partial match {
           // Spark fused the two halves: skewagg's rules split such an aggregate as they split
           // its partial half, so its reason is read from its input the same way.
-          case None if FusedAggregates.isFused(agg) => fromInput(agg, conf, adaptive)
+          case None if FusedAggregates.isFused(agg) => fromInput(agg, agg, conf, adaptive)
           case None =>
             Some(Refused(
               "Spark plans this aggregate in one phase (no partial aggregate), so " +
                 "there is no partial result to exchange.",
               EveryRewrite))
-          case Some(p) => fromInput(p, conf, adaptive)
+          case Some(p) => fromInput(agg, p, conf, adaptive)
         }
     }
 
-  /** Why a partial aggregate was not rewritten, from what it reads. */
+  /** Why the partial aggregate of `agg` was not rewritten, from what it reads. */
   private def fromInput(
+      agg: SparkPlan,
       partial: SparkPlan,
       conf: SQLConf,
       adaptive: Boolean): Option[SkewAggDecision] = {
@@ -155,11 +156,49 @@ object LeftAloneReasons {
             s"${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key}=" +
             s"${SkewAggLocalStageExec.bytes(conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))}).",
           EveryRewrite))
-      case _ =>
-        Some(Refused(
-          "Spark's own plan already aggregates each task's rows before the " +
-            "shuffle, so a hot key's rows are combined per task and there is nothing to split.",
-          EveryRewrite))
+      case _ => mergeOfPartialStates(agg, partial, conf, adaptive)
+    }
+  }
+
+  /**
+   * Why an aggregate whose partial half reads no shuffle is left alone: Spark aggregates each
+   * task's rows before its exchange of partial results, so a hot key's rows are combined per
+   * task. What the final half merges is then one partial state per map task and key; where the
+   * exchange holds a partition above the per-slot share ([[SkewedPartitions.bySlotShare]]: large
+   * states, such as sketches or collected lists, of many map tasks), that merge is the hot task,
+   * and the reason says so. Under adaptive execution before that exchange ran: pending.
+   */
+  private def mergeOfPartialStates(
+      agg: SparkPlan,
+      partial: SparkPlan,
+      conf: SQLConf,
+      adaptive: Boolean): Option[SkewAggDecision] = {
+    val combined = Refused(
+      "Spark's own plan already aggregates each task's rows before the " +
+        "shuffle, so a hot key's rows are combined per task and there is nothing to split.",
+      EveryRewrite)
+    val exchange = if (agg eq partial) None
+    else agg.children.headOption
+      .map(PartialAggregates.inputBelow)
+    exchange match {
+      case Some(s: ShuffleQueryStageExec) if s.isMaterialized && s.mapStats.isDefined =>
+        val sizes = s.mapStats.get.bytesByPartitionId
+        val skew = SkewedPartitions.bySlotShare(sizes, conf, TaskSlots.of(conf, sizes.length))
+        Some(skew.skewed.sortBy(-_._2).headOption.fold[SkewAggDecision](combined) {
+          case (id, size) =>
+            val more = if (skew.skewed.size > 1) s" (and ${skew.skewed.size - 1} more)" else ""
+            Refused(
+              "Spark's own plan aggregates each task's rows before the shuffle, and the final " +
+                s"merge reads one partial state per map task and key: partition $id holds " +
+                f"${skew.format(size)} of the states of ${s.shuffle.numMappers}%,d map tasks, " +
+                f"${size.toDouble / skew.slotShare}%.0fx the per-slot share " +
+                s"${skew.format(skew.slotShare)} on ${skew.slots} task slots$more, merged in one " +
+                "task: skewagg does not split a merge of partial states.",
+              EveryRewrite)
+        })
+      case Some(e) if adaptive && isShuffle(e) =>
+        Some(Pending("the sizes of the exchange of partial results"))
+      case _ => Some(combined)
     }
   }
 

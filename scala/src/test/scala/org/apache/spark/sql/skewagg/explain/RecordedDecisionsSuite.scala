@@ -170,6 +170,37 @@ class RecordedDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     }
   }
 
+  test("a few keys whose partial states are heavy to merge: the merge named, not 'nothing'") {
+    // 4 keys, 40 map tasks, a sketch per key and task: the final merge reads 40 states per key.
+    val heavy = base ++ Seq(
+      SkewAggConf.SKEW_TASK_SLOTS.key -> "64",
+      SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "1k")
+    withSQLConf(heavy: _*) {
+      val sketches = spark.range(0, 40000, 1, 40)
+        .groupBy((col("id") % 4).as("k")).agg(percentile_approx(col("id"), lit(0.5), lit(10000)))
+      val text = explainAfterRun(sketches)
+      info(text)
+      assert(
+        text.matches("(?s).*the final merge reads one partial state per map task and key: " +
+          "partition \\d+ holds .* of the states of 40 map tasks, \\d+x the per-slot share .* " +
+          "on 64 task slots.*, merged in one task: skewagg does not split a merge of partial " +
+          "states\\..*"),
+        text)
+      assert(!text.contains("nothing to split"), text)
+    }
+    // The same keys' sums: states of a few bytes, under the floor; nothing to split.
+    withSQLConf(base :+ (SkewAggConf.SKEW_TASK_SLOTS.key -> "64"): _*) {
+      val sums = spark.range(0, 40000, 1, 40).groupBy((col("id") % 4).as("k")).agg(sum("id"))
+      assert(explainAfterRun(sums).contains("there is nothing to split"))
+    }
+    // Before it runs, adaptive execution has not measured the exchange: pending.
+    withSQLConf(heavy: _*) {
+      val planned = spark.range(0, 40000, 1, 40).groupBy((col("id") % 4).as("k")).agg(sum("id"))
+      val text = SkewAggExplain.explain(planned.queryExecution.executedPlan)
+      assert(text.contains("not decided yet"), text)
+    }
+  }
+
   private def percentileQuery(): DataFrame =
     fact(spark, skewed = true).groupBy("k").agg(percentile(col("v"), lit(0.5)))
 
