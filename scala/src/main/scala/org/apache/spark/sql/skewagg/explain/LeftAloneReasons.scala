@@ -163,10 +163,11 @@ object LeftAloneReasons {
   /**
    * Why an aggregate whose partial half reads no shuffle is left alone: Spark aggregates each
    * task's rows before its exchange of partial results, so a hot key's rows are combined per
-   * task. What the final half merges is then one partial state per map task and key; where the
-   * exchange holds a partition above the per-slot share ([[SkewedPartitions.bySlotShare]]: large
-   * states, such as sketches or collected lists, of many map tasks), that merge is the hot task,
-   * and the reason says so. Under adaptive execution before that exchange ran: pending.
+   * task. What the final half merges is then one partial state per map task and key; where
+   * those states are heavy (at least [[HeavyState]] on average: sketches, collected lists) and
+   * the exchange holds a partition above the per-slot share ([[SkewedPartitions.bySlotShare]]),
+   * that merge is the hot task, and the reason says so. Under adaptive execution before that
+   * exchange ran: pending.
    */
   private def mergeOfPartialStates(
       agg: SparkPlan,
@@ -183,14 +184,18 @@ object LeftAloneReasons {
     exchange match {
       case Some(s: ShuffleQueryStageExec) if s.isMaterialized && s.mapStats.isDefined =>
         val sizes = s.mapStats.get.bytesByPartitionId
+        val states = s.getRuntimeStatistics.rowCount.getOrElse(BigInt(0))
+        val perState = if (states > 0) (BigInt(sizes.sum) / states).toLong else 0L
         val skew = SkewedPartitions.bySlotShare(sizes, conf, TaskSlots.of(conf, sizes.length))
-        Some(skew.skewed.sortBy(-_._2).headOption.fold[SkewAggDecision](combined) {
+        val hot = if (perState < HeavyState) None else skew.skewed.sortBy(-_._2).headOption
+        Some(hot.fold[SkewAggDecision](combined) {
           case (id, size) =>
             val more = if (skew.skewed.size > 1) s" (and ${skew.skewed.size - 1} more)" else ""
             Refused(
               "Spark's own plan aggregates each task's rows before the shuffle, and the final " +
                 s"merge reads one partial state per map task and key: partition $id holds " +
-                f"${skew.format(size)} of the states of ${s.shuffle.numMappers}%,d map tasks, " +
+                f"${skew.format(size)} of the states of ${s.shuffle.numMappers}%,d map tasks " +
+                s"(${skew.format(perState)} a state), " +
                 f"${size.toDouble / skew.slotShare}%.0fx the per-slot share " +
                 s"${skew.format(skew.slotShare)} on ${skew.slots} task slots$more, merged in one " +
                 "task: skewagg does not split a merge of partial states.",
@@ -201,6 +206,12 @@ object LeftAloneReasons {
       case _ => Some(combined)
     }
   }
+
+  /**
+   * The average bytes of a partial state from which its merge, not the rows before it, is the
+   * work the explanation names (a sum's state is tens of bytes; a sketch's, kilobytes).
+   */
+  val HeavyState: Long = 1024L
 
   private def isShuffle(plan: SparkPlan): Boolean = plan match {
     case _: ShuffleExchangeLike | _: ShuffleQueryStageExec => true

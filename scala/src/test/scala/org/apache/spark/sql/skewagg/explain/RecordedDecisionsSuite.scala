@@ -182,14 +182,15 @@ class RecordedDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       info(text)
       assert(
         text.matches("(?s).*the final merge reads one partial state per map task and key: " +
-          "partition \\d+ holds .* of the states of 40 map tasks, \\d+x the per-slot share .* " +
+          "partition \\d+ holds .* of the states of 40 map tasks \\(.* a state\\), \\d+x the " +
+          "per-slot share .* " +
           "on 64 task slots.*, merged in one task: skewagg does not split a merge of partial " +
           "states\\..*"),
         text)
       assert(!text.contains("nothing to split"), text)
     }
-    // The same keys' sums: states of a few bytes, under the floor; nothing to split.
-    withSQLConf(base :+ (SkewAggConf.SKEW_TASK_SLOTS.key -> "64"): _*) {
+    // The same keys' sums: states of a few bytes; nothing to split.
+    withSQLConf(heavy: _*) {
       val sums = spark.range(0, 40000, 1, 40).groupBy((col("id") % 4).as("k")).agg(sum("id"))
       assert(explainAfterRun(sums).contains("there is nothing to split"))
     }
