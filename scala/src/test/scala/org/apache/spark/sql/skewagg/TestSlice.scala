@@ -52,8 +52,9 @@ case class TestSlice(index: Int, builds: IndexedSeq[String]) {
 object TestSlice {
   val Whole: TestSlice = TestSlice(0, IndexedSeq("all"))
 
-  /** `SKEWAGG_TEST_SLICE`: `index/build,build,...` or `all`; unset, every test. */
-  lazy val current: TestSlice = sys.env.get("SKEWAGG_TEST_SLICE").map(parse).getOrElse(Whole)
+  /** `SKEWAGG_TEST_SLICE`: `index/build,build,...` or `all`; unset (or empty), every test. */
+  lazy val current: TestSlice =
+    sys.env.get("SKEWAGG_TEST_SLICE").filter(_.trim.nonEmpty).map(parse).getOrElse(Whole)
 
   private val Build = """\d+\.\d+_\d+\.\d+"""
   private val IndexOfBuilds = s"(\\d+)/($Build(?:,$Build)*)".r
