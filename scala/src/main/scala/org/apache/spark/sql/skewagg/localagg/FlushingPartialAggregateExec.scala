@@ -303,7 +303,7 @@ case class FlushingPartialAggregateExec(
 
 object FlushingPartialAggregateExec {
   // The policy's constants, named once (the class comment says how they are used; the
-  // measurements they were chosen on are in docs/rewrites.md, "The flushing local aggregate").
+  // measurements they were chosen on are in docs/experiments.md, "The flushing local aggregate").
 
   /** Shuffle keys are counted in 2^12 = 4096 hash buckets. */
   private[skewagg] val ShuffleBucketBits = 12

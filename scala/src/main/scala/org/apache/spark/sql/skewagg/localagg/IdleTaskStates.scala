@@ -8,7 +8,7 @@ import java.util.concurrent.atomic.AtomicLong
  * JVM (an executor, or the driver in local mode), kept for the same run's next tasks.
  *
  * A state holds its aggregate's projections, generated code made with the state (what making
- * one per task cost is in docs/rewrites.md, "Task states made once per slot"). So a generated
+ * one per task cost is in docs/experiments.md, "Task states made once per slot"). So a generated
  * stage takes a state its run left here, restarted for the task, and gives it back when the task
  * completes with the state drained: a run makes about one state per task slot, not one per task.
  * Only states without nondeterministic expressions are kept (their projections carry no

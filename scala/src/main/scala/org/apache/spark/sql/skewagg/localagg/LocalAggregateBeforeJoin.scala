@@ -223,7 +223,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
    * value per `spark.skewagg.localAggregate.minMergeReduction` rows. Without column statistics
    * of the keys, it also refuses when `s` reads at most half the bytes of tables `other` reads:
    * taken for the "one" side of a one-to-many join (a dimension joined to its facts, TPC-H's
-   * orders to lineitem), unique on its join key (measured: docs/rewrites.md). Otherwise the
+   * orders to lineitem), unique on its join key (measured: docs/experiments.md). Otherwise the
    * rewrite goes ahead, and adaptive execution judges the keys from what the local aggregate
    * emitted ([[DropUnneededMergeAfterShuffle]]).
    */
@@ -288,7 +288,7 @@ case class LocalAggregateBeforeJoin(session: SparkSession) extends SparkStrategy
    * decimal as bytes: a BigDecimal to write it and one to read it back, per row. Every row the
    * flushing aggregate passes through then costs more than the join saves, and only a hot key's
    * rows would pay; adaptive execution still splits a skewed join partition below the aggregate
-   * at run time (measured: docs/rewrites.md).
+   * at run time (measured: docs/experiments.md).
    */
   private def refusedForWideDecimals(
       agg: Aggregate,

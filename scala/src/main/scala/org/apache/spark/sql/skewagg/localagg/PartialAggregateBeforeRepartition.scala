@@ -34,7 +34,7 @@ import org.apache.spark.sql.skewagg.localagg.PartialAggregateBeforeRepartition.R
  * the aggregate's output keeps the user's partitioning. With the SKEW_AGG hint the partial
  * aggregate is Spark's; without it, it is a [[FlushingPartialAggregateExec]]: on many uniformly
  * spread keys Spark's partial aggregate reduces nothing and costs a hash-aggregation pass
- * (docs/rewrites.md has the measurement), while the flushing one merges only the
+ * (docs/experiments.md has the measurement), while the flushing one merges only the
  * keys that repeat and passes the other rows through.
  *
  * Refuses (leaves the plan to Spark, and the skewed case to [[SplitSkewedShuffleBelowAggregate]] at
