@@ -74,17 +74,27 @@ class BadInputSuite extends SkewAggSuiteBase {
   test("skewagg listed twice in spark.sql.extensions registers every rule once") {
     val once = sessionWithExtensions("io.skewagg.SkewAggExtensions")
     val twice = sessionWithExtensions("io.skewagg.SkewAggExtensions,io.skewagg.SkewAggExtensions")
-    def skewaggRules(s: SparkSession): Seq[String] = {
+    // (phase, rule): a rule may run in two phases (under adaptive execution and before columnar
+    // transitions), each once.
+    def skewaggRules(s: SparkSession): Seq[(String, String)] = {
       val state = SessionStates.of(s)
-      val all: Seq[AnyRef] = state.planner.strategies ++ state.analyzer.extendedCheckRules ++
-        state.adaptiveRulesHolder.queryStagePrepRules ++
-        state.adaptiveRulesHolder.queryStageOptimizerRules ++ state.columnarRules
-      all.map {
-        case guard: PlanningFallback.Guarded => guard.wrapped // registered guarded
-        case step => step
-      }.map(_.getClass.getName).filter(_.startsWith("org.apache.spark.sql.skewagg."))
+      val phases: Seq[(String, Seq[AnyRef])] = Seq(
+        "strategies" -> state.planner.strategies,
+        "checks" -> state.analyzer.extendedCheckRules,
+        "query-stage preparation" -> state.adaptiveRulesHolder.queryStagePrepRules,
+        "query-stage optimization" -> state.adaptiveRulesHolder.queryStageOptimizerRules,
+        "columnar" -> state.columnarRules)
+      for {
+        (phase, steps) <- phases
+        step <- steps
+        name = (step match {
+          case guard: PlanningFallback.Guarded => guard.wrapped // registered guarded
+          case other => other
+        }).getClass.getName
+        if name.startsWith("org.apache.spark.sql.skewagg.")
+      } yield phase -> name
     }
-    assert(skewaggRules(once).nonEmpty)
+    assert(skewaggRules(once).map(_._1).distinct.size == 5) // (a rule in every phase)
     assert(skewaggRules(twice) == skewaggRules(once))
     assert(skewaggRules(twice).distinct == skewaggRules(twice))
 
