@@ -354,6 +354,39 @@ def test_split_pieces_cost_the_shortest_task_each() -> None:
     assert estimate_makespan(durations, regrouped, 64) == 20 + 2 * 60
 
 
+def test_a_window_split_that_would_not_pay_is_not_advised() -> None:
+    """The rules' cost test (WindowSplitCost): one task of 512 MiB on 64 slots is split when 200
+    map tasks wrote it (pieces of one map output each), not when 2 did (each piece, sampled and
+    routed, as long as half of Spark's one task)."""
+    from skewagg.advisor.decision import Decision, Measures, decide
+    from skewagg.advisor.eventlog import PlanNode
+    from skewagg.advisor.skew_rule import RowsMeasure, SkewSettings, find_by_slot_share
+    from skewagg.advisor.stage_plans import StagePlan
+
+    desc = ("Window [row_number() windowspecdefinition(ts#1L ASC NULLS FIRST, "
+            "specifiedwindowframe(RowFrame, unboundedpreceding$(), currentrow$())) AS rn#2], "
+            "[ts#1L ASC NULLS FIRST]")
+    plan = StagePlan(PlanNode("Window", desc, {}, {}), "Window", [], kind="window")
+    settings = SkewSettings.of({"spark.skewagg.window.split.minKeyRows": "1000"})
+    sizes, rows = [512 << 20], [4_000_000]
+    found = find_by_slot_share(sizes, settings, 64)
+    bare = find_by_slot_share(sizes, settings, 64, floor=0)
+
+    def decided(map_tasks: int) -> Decision:
+        return decide(plan, sizes, rows, found, bare, settings, map_tasks, "the window's shuffle",
+                      Measures(RowsMeasure(sizes, sizes, sizes, found, settings.floor,
+                                           settings.min_split)))
+
+    split = decided(200)
+    assert split.rewrite is not None and "SplitSkewedWindow" in split.rewrite
+    assert "the split takes about 0.06x of Spark's stage of 512.0 MiB on 64 slots" in split.text
+    kept = decided(2)
+    assert kept.rewrite is None and not kept.pieces
+    assert kept.text.startswith("left alone: no PARTITION BY: Spark runs the window in one task")
+    assert ("left to Spark's window: the split would take about 1.20x of Spark's stage of "
+            "512.0 MiB on 64 slots: its sample's longest read 256.0 MiB") in kept.text, kept.text
+
+
 def test_a_window_without_partition_by_is_one_task_split_by_its_order(tmp_path: Path) -> None:
     """One task holds the whole table, on uniform data too: tested by the per-slot share alone,
     as SplitSkewedWindow tests it (never "not skewed" against a median of itself)."""

@@ -1,6 +1,7 @@
 """The skew test's shared cases (tests/data/skew_test_vectors.json), evaluated by the Python code
 the event-log advisor runs without a JVM; the Scala suite SkewTestVectorsSuite evaluates the same
-file with the rules' SkewedPartitions and, for the cases in rows, GroupsBeyondShuffleKeys. No Spark
+file with the rules' SkewedPartitions and, for the cases in rows, GroupsBeyondShuffleKeys;
+WindowSplitPlanSuite evaluates the window split's cost cases with WindowSplitPlan. No Spark
 session."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from skewagg.advisor.skew_rule import (
     measure_rows,
     split_size,
 )
+from skewagg.advisor.window_cost import window_split_cost
 from skewagg.errors import SkewAggError
 
 VECTORS = json.loads((Path(__file__).resolve().parent / "data" / "skew_test_vectors.json")
@@ -25,6 +27,7 @@ VECTORS = json.loads((Path(__file__).resolve().parent / "data" / "skew_test_vect
 CASES = VECTORS["cases"]
 ROWS_CASES = VECTORS["rowsCases"]
 SLOT_SHARE_CASES = VECTORS["slotShareCases"]
+WINDOW_COST_CASES = VECTORS["windowSplitCostCases"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
@@ -57,9 +60,23 @@ def test_shared_rows_case(case: dict) -> None:
     assert measured.split_size(settings) == case["splitSize"]
 
 
+@pytest.mark.parametrize("case", WINDOW_COST_CASES, ids=[c["name"] for c in WINDOW_COST_CASES])
+def test_shared_window_split_cost_case(case: dict) -> None:
+    settings = SkewSettings.of(case["conf"])
+    found = find_by_slot_share(case["sizes"], settings, case["slots"])
+    assert [i for i, _ in found.skewed] == case["skewed"]
+    cost = window_split_cost(case["sizes"], found, settings, case["maps"], case["global"])
+    assert cost.pays == case["pays"]
+    for stage in ("sparkStage", "sample", "route", "evaluate", "split"):
+        measured = getattr(cost, {"sparkStage": "spark_stage"}.get(stage, stage))
+        assert measured == pytest.approx(case[stage], rel=1e-9), stage
+
+
 def test_cases_cover_both_outcomes() -> None:
     for cases in (CASES, ROWS_CASES, SLOT_SHARE_CASES):
         assert any(c["skewed"] for c in cases) and any(not c["skewed"] for c in cases)
+    assert any(c["pays"] for c in WINDOW_COST_CASES)
+    assert any(not c["pays"] for c in WINDOW_COST_CASES)
 
 
 def test_rows_find_what_bytes_miss() -> None:
@@ -88,3 +105,5 @@ def test_bad_settings_name_the_key() -> None:
         SkewSettings.of({"spark.skewagg.skew.taskSlots": "many"})
     with pytest.raises(SkewAggError, match="spark.skewagg.localAggregate.minMergeReduction"):
         SkewSettings.of({"spark.skewagg.localAggregate.minMergeReduction": "0.9"})
+    with pytest.raises(SkewAggError, match="spark.skewagg.window.split.sampleFraction"):
+        SkewSettings.of({"spark.skewagg.window.split.sampleFraction": "0"})

@@ -19,6 +19,7 @@ from skewagg.advisor.skew_rule import (
     RowsMeasure,
     SkewFound,
     SkewSettings,
+    find_by_slot_share,
     split_size,
 )
 from skewagg.advisor.stage_plans import (
@@ -29,6 +30,7 @@ from skewagg.advisor.stage_plans import (
     reads_one_side,
     window_refusal,
 )
+from skewagg.advisor.window_cost import window_split_cost
 from skewagg.rendering import format_bytes
 
 
@@ -185,8 +187,21 @@ def decide(plan: StagePlan, sizes: List[int], rows: List[int], found: SkewFound,
         why = window_refusal(plan.top.desc if plan.top else "")
         if why:
             return Decision(None, f"left alone: Spark's window: {why}; {skew}.")
-        return hot_key("hot keys of the window split by ranges of its order (SplitSkewedWindow)",
-                       s.window_min_rows, WINDOW_MIN_ROWS_KEY, s.window_max_splits, True)
+        decided = hot_key("hot keys of the window split by ranges of its order "
+                          "(SplitSkewedWindow)", s.window_min_rows, WINDOW_MIN_ROWS_KEY,
+                          s.window_max_splits, True)
+        if decided.rewrite is None:
+            return decided
+        by_share = find_by_slot_share(sizes, s, found.slots)  # (the split's run tests so)
+        if not by_share.skewed:
+            return decided
+        cost = window_split_cost(sizes, by_share, s, map_tasks, global_window=len(sizes) == 1)
+        if not cost.pays:
+            return Decision(None, f"left alone: {skew}, left to Spark's window: the split would "
+                             f"take {cost.describe()} (its map tasks taken as writing each "
+                             "partition evenly).")
+        decided.text = decided.text[:-1] + f"; the split takes {cost.describe()}."
+        return decided
     if kind == "aggregate-join":
         assert plan.top is not None and plan.join is not None
         join_type = plan.join.desc.rsplit(",", 1)[-1].strip().split()[0] if "," in \

@@ -41,6 +41,7 @@ WINDOW_MIN_ROWS_KEY = "spark.skewagg.window.split.minKeyRows"
 WINDOW_MAX_SPLITS_KEY = "spark.skewagg.window.split.maxSplits"
 LOCAL_CAPACITY_KEY = "spark.skewagg.localAggregate.capacity"
 MIN_MERGE_REDUCTION_KEY = "spark.skewagg.localAggregate.minMergeReduction"
+WINDOW_SAMPLE_FRACTION_KEY = "spark.skewagg.window.split.sampleFraction"
 
 SETTINGS_FILE = Path(__file__).resolve().parent / "skew_settings.json"
 
@@ -74,8 +75,8 @@ DEFAULT_TASK_SLOTS = default_settings()[TASK_SLOTS_KEY]
 class SkewSettings:
     """The skew test's settings: ``factor``, ``floor`` and ``min_split`` in bytes, ``task_slots``
     (0: the application's); the hot-key splits' least rows of a key and most splits (percentiles:
-    ``single_key_*``, windows: ``window_*``); the keys a flushing local aggregate's map holds
-    (``local_capacity``)."""
+    ``single_key_*``, windows: ``window_*``, with the share of map outputs a window's sample
+    reads); the keys a flushing local aggregate's map holds (``local_capacity``)."""
 
     factor: float
     floor: int
@@ -87,6 +88,7 @@ class SkewSettings:
     window_max_splits: int = 2
     local_capacity: int = 16384
     min_merge_reduction: float = 3.0
+    window_sample_fraction: float = 0.1
 
     @staticmethod
     def of(conf: Optional[Mapping[str, str]] = None) -> "SkewSettings":
@@ -108,7 +110,19 @@ class SkewSettings:
                             parse_bytes(values[SPLIT_SIZE_KEY]), integers[TASK_SLOTS_KEY],
                             integers[SINGLE_KEY_MIN_ROWS_KEY], integers[SINGLE_KEY_MAX_SPLITS_KEY],
                             integers[WINDOW_MIN_ROWS_KEY], integers[WINDOW_MAX_SPLITS_KEY],
-                            integers[LOCAL_CAPACITY_KEY], min_merge)
+                            integers[LOCAL_CAPACITY_KEY], min_merge,
+                            _fraction(values, WINDOW_SAMPLE_FRACTION_KEY))
+
+
+def _fraction(values: Mapping[str, str], key: str) -> float:
+    """A setting in (0, 1], as ``SkewAggConf``'s ``fraction`` checks it."""
+    try:
+        value = float(values[key])
+    except ValueError:
+        raise SkewAggError(f"{key}={values[key]!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise SkewAggError(f"{key}={values[key]} must be above 0 and at most 1")
+    return value
 
 
 def _at_least_one(values: Mapping[str, str], key: str) -> float:

@@ -27,7 +27,8 @@ object GenerateConfigDocs {
     SkewAggConf.WINDOW_SPLIT_MIN_KEY_ROWS,
     SkewAggConf.WINDOW_SPLIT_MAX_SPLITS,
     SkewAggConf.LOCAL_AGGREGATE_CAPACITY,
-    SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION).map(_.key)
+    SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION,
+    SkewAggConf.WINDOW_SPLIT_SAMPLE_FRACTION).map(_.key)
 
   /** `{"key": "default", ...}` of [[skewSettings]], one key a line. */
   def renderSkewSettings(): String = {

@@ -102,6 +102,23 @@ object WindowSplitPlan {
   def pieces(
       sizes: WindowShuffleSizes,
       specs: Seq[ShufflePartitionSpec],
+      settings: WindowSplitSettings): Either[String, WindowPieces] =
+    measured(sizes, specs, settings).flatMap { p =>
+      if (settings.forced || p.cost.pays) Right(p)
+      else {
+        val found = HotKeySplitWindowExec.describe(p.skew, settings.forced, settings.global)
+        val cost = p.cost.describe(p.skew.format)
+        Left(s"$found, left to Spark's window: the split would take $cost")
+      }
+    }
+
+  /**
+   * Step 1's pieces, sample and cost, whether the split pays or not (the cost's shared cases,
+   * `tests/data/skew_test_vectors.json`, read it here); Left only where nothing is skewed.
+   */
+  def measured(
+      sizes: WindowShuffleSizes,
+      specs: Seq[ShufflePartitionSpec],
       settings: WindowSplitSettings): Either[String, WindowPieces] = {
     val conf = settings.conf
     val byReducer = sizes.byReducer
@@ -134,12 +151,7 @@ object WindowSplitPlan {
       ordinary,
       sample.map(_._1),
       settings.maxSplits)
-    val found = HotKeySplitWindowExec.describe(skew, settings.forced, settings.global)
-    if (!settings.forced && !cost.pays) {
-      Left(s"$found, left to Spark's window: the split would take ${cost.describe(skew.format)}")
-    } else {
-      Right(WindowPieces(skew, pieceSize, pieces, ordinary, slices, sample, cost))
-    }
+    Right(WindowPieces(skew, pieceSize, pieces, ordinary, slices, sample, cost))
   }
 
   /**

@@ -1,5 +1,10 @@
 package org.apache.spark.sql.skewagg.window
 
+import java.nio.file.Files
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.ObjectMapper
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.catalyst.expressions.{Literal, UnsafeProjection, UnsafeRow}
@@ -7,7 +12,7 @@ import org.apache.spark.sql.execution.{
   CoalescedPartitionSpec, PartialReducerPartitionSpec, ShufflePartitionSpec
 }
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.AveragedBlockSizes
+import org.apache.spark.sql.skewagg.{AveragedBlockSizes, GenerateConfigDocs}
 import org.apache.spark.sql.skewagg.hotkey.{HotKeyRange, HotKeyRanges}
 
 /**
@@ -223,5 +228,40 @@ class WindowSplitPlanSuite extends AnyFunSuite {
       "function's int; 1 key(s) in Spark's window: bounded RANGE frames reaching more than " +
       s"${c.getConfString("spark.skewagg.window.split.maxRangeFrameRows")} rows across a " +
       "split's edge (spark.skewagg.window.split.maxRangeFrameRows), or bounds that wrap around")
+  }
+
+  test("the cost's shared cases (tests/data/skew_test_vectors.json), as the advisor reads them") {
+    val path = GenerateConfigDocs.projectRoot.resolve("tests/data/skew_test_vectors.json")
+    val cases = new ObjectMapper().readTree(Files.readAllBytes(path))
+      .get("windowSplitCostCases").elements().asScala.toSeq
+    assert(cases.exists(_.get("pays").asBoolean) && cases.exists(!_.get("pays").asBoolean))
+    cases.foreach { c =>
+      val name = c.get("name").asText
+      val set = new SQLConf
+      c.get("conf").fields().asScala.foreach(e => set.setConfString(e.getKey, e.getValue.asText))
+      val reducers = c.get("sizes").elements().asScala.map(_.asLong).toSeq
+      val s = sizes(reducers: _*)(c.get("maps").asInt)
+      val planned = settings(set, slots = c.get("slots").asInt, global = c.get("global").asBoolean)
+      val measured = WindowSplitPlan.measured(s, onePerReducer(s), planned)
+      val pieces = measured.toOption.getOrElse(fail(s"$name: $measured"))
+      assert(
+        pieces.skew.skewed.map(_._1) == c.get("skewed").elements().asScala.map(_.asInt).toSeq,
+        name)
+      assert(pieces.cost.pays == c.get("pays").asBoolean, name)
+      val cost = pieces.cost
+      Seq(
+        "sparkStage" -> cost.sparkStage,
+        "sample" -> cost.sample,
+        "route" -> cost.route,
+        "evaluate" -> cost.evaluate,
+        "split" -> cost.split).foreach { case (stage, value) =>
+        val expected = c.get(stage).asDouble
+        assert(math.abs(value - expected) <= 1e-9 * expected, s"$name: $stage $value")
+      }
+      // Where it does not pay, step 1 says so and why.
+      val reason = WindowSplitPlan.pieces(s, onePerReducer(s), planned).left.toOption
+      assert(reason.isDefined == !cost.pays, name)
+      reason.foreach(r => assert(r.contains(", left to Spark's window: the split would take "), r))
+    }
   }
 }
