@@ -446,6 +446,33 @@ class HotKeySplitWindowSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     assert(notAdaptive.head.decision.startsWith("no partition of the window's shuffle skewed"))
   }
 
+  test("five keys of one size in 8 partitions on 64 slots: each split, by the per-slot share") {
+    // No key is hotter than another, so no partition stands out against the median; each key
+    // is 1/5 of the stage, above 5x its even share on 64 slots (1/12.8), so each is split.
+    val d = differential(
+      s => {
+        val id = col("id")
+        s.range(0, 20000, 1, 8).select(
+          (id % 5).as("k"),
+          ((id * 104729) % 20000).as("o"),
+          (id * 31 % 1000 - 400).as("v")).createOrReplaceTempView("five")
+        s.sql("SELECT *, row_number() OVER (PARTITION BY k ORDER BY o) AS rn, " +
+          "sum(v) OVER (PARTITION BY k ORDER BY o) AS s FROM five")
+      },
+      conf :+ (SQLConf.SHUFFLE_PARTITIONS.key -> "8"): _*)
+    for (adaptive <- Seq(true, false)) {
+      val split = splits(d, adaptive)
+      assert(split.size == 1, d.plan(on = true, adaptive))
+      val decision = split.head.decision
+      assert(split.head.metrics("hotKeys").value == 5, decision)
+      assert(decision.contains("skewed partition(s) of the window's shuffle ("), decision)
+      assert(decision.contains("x the per-slot share on 64 slots"), decision)
+      assert(decision.contains("5 hot keys split by order into "), decision)
+      // (Against the median alone none is: the largest is about 2x a median partition.)
+      assert(decision.matches(".*partition \\d+ is .*, [1-4]x the median .*"), decision)
+    }
+  }
+
   test("a chain of windows on different keys: the skewed one is split, the other is Spark's") {
     val d = windowed(
       "sum(v) OVER (PARTITION BY k ORDER BY o) AS s, row_number() OVER (PARTITION BY i " +
