@@ -181,8 +181,9 @@ object WindowSplitPlan {
       wholePartition = settings.global)
     val chained = routings.tail.filter(_.hotKeys.nonEmpty)
       .map(r => s", then by the next window's order into ${r.numSplits} tasks")
+    // (Where the sample saw no row of another key, every key of those partitions is hot.)
     val others =
-      if (routings.head.hotKeys.isEmpty || settings.global) ""
+      if (routings.head.hotKeys.isEmpty || settings.global || first.ordinaryRows < 1) ""
       else s"; the other keys of those partitions into $ordinaryTasks task(s)"
     val found = HotKeySplitWindowExec.describe(pieces.skew, settings.forced, settings.global)
     val cost = pieces.cost.describe(pieces.skew.format)

@@ -209,6 +209,9 @@ class WindowSplitPlanSuite extends AnyFunSuite {
     assert(inPlace.routings.head.hotKeys.head.numSplits == 1)
     assert(inPlace.tasks == 16)
     assert(inPlace.description.contains("split by map-output piece (no order) into 16 tasks"))
+    // No row of another key in the sample: nothing said of other keys.
+    val allHot = WindowSplitPlan.split(hotPieces, sampled(Seq(hot), 0), settings()).toOption.get
+    assert(!allHot.description.contains("other keys"), allHot.description)
   }
 
   test("keys a split cannot compute run Spark's window, each reason said once") {
