@@ -2,12 +2,9 @@ package org.apache.spark.sql.skewagg
 
 import java.nio.file.Files
 
-import scala.jdk.CollectionConverters._
-
-import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import com.fasterxml.jackson.databind.JsonNode
 import org.scalatest.funsuite.AnyFunSuite
 
-import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.skewsplit.GroupsBeyondShuffleKeys
 
 /**
@@ -20,26 +17,13 @@ import org.apache.spark.sql.skewagg.skewsplit.GroupsBeyondShuffleKeys
  * with the split size the split rules cut them in.
  */
 class SkewTestVectorsSuite extends AnyFunSuite {
-  private val path =
-    GenerateConfigDocs.projectRoot.resolve("tests/data/skew_test_vectors.json")
+  import SkewTestVectors.{confOf, ints, list, longs, path}
 
   private def cases: Seq[JsonNode] = list("cases")
 
   private def rowsCases: Seq[JsonNode] = list("rowsCases")
 
   private def slotShareCases: Seq[JsonNode] = list("slotShareCases")
-
-  private def list(name: String): Seq[JsonNode] =
-    new ObjectMapper().readTree(Files.readAllBytes(path)).get(name).elements().asScala.toSeq
-
-  private def confOf(c: JsonNode): SQLConf = {
-    val conf = new SQLConf
-    c.get("conf").fields().asScala.foreach(e => conf.setConfString(e.getKey, e.getValue.asText))
-    conf
-  }
-
-  private def longs(c: JsonNode, field: String): Array[Long] =
-    c.get(field).elements().asScala.map(_.asLong).toArray
 
   test("the shared cases are there") {
     assert(Files.exists(path), s"$path is missing")
@@ -57,7 +41,7 @@ class SkewTestVectorsSuite extends AnyFunSuite {
       val conf = confOf(c)
       val sizes = longs(c, "sizes")
       val found = SkewedPartitions.find(sizes, conf, c.get("slots").asInt)
-      val expected = c.get("skewed").elements().asScala.map(_.asInt).toSeq
+      val expected = ints(c, "skewed")
       assert(found.skewed.map(_._1) == expected, name)
       assert(found.medianSize == c.get("median").asLong, name)
       assert(found.threshold == c.get("threshold").asLong, name)
@@ -77,7 +61,7 @@ class SkewTestVectorsSuite extends AnyFunSuite {
         longs(c, "sizes"),
         conf,
         SkewedPartitions.slotsOfSplit(longs(c, "sizes").length, conf, splitTasks = 1))
-      val expected = c.get("skewed").elements().asScala.map(_.asInt).toSeq
+      val expected = ints(c, "skewed")
       assert(found.skewed.map(_._1) == expected, name)
       assert(found.medianSize == c.get("median").asLong, name)
       assert(found.threshold == c.get("threshold").asLong, name)
@@ -96,7 +80,7 @@ class SkewTestVectorsSuite extends AnyFunSuite {
         c.get("records").asLong,
         c.get("dataSize").asLong,
         conf)
-      val expected = c.get("skewed").elements().asScala.map(_.asInt).toSeq
+      val expected = ints(c, "skewed")
       assert(m.skew.skewed.map(_._1) == expected, name)
       assert(m.skew.medianSize == c.get("median").asLong, name)
       assert(m.skew.threshold == c.get("threshold").asLong, name)

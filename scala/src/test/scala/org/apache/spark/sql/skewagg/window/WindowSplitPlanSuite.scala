@@ -1,10 +1,5 @@
 package org.apache.spark.sql.skewagg.window
 
-import java.nio.file.Files
-
-import scala.jdk.CollectionConverters._
-
-import com.fasterxml.jackson.databind.ObjectMapper
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.catalyst.expressions.{Literal, UnsafeProjection, UnsafeRow}
@@ -12,7 +7,7 @@ import org.apache.spark.sql.execution.{
   CoalescedPartitionSpec, PartialReducerPartitionSpec, ShufflePartitionSpec
 }
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.skewagg.{AveragedBlockSizes, GenerateConfigDocs}
+import org.apache.spark.sql.skewagg.{AveragedBlockSizes, SkewTestVectors}
 import org.apache.spark.sql.skewagg.hotkey.{HotKeyRange, HotKeyRanges}
 
 /**
@@ -234,21 +229,19 @@ class WindowSplitPlanSuite extends AnyFunSuite {
   }
 
   test("the cost's shared cases (tests/data/skew_test_vectors.json), as the advisor reads them") {
-    val path = GenerateConfigDocs.projectRoot.resolve("tests/data/skew_test_vectors.json")
-    val cases = new ObjectMapper().readTree(Files.readAllBytes(path))
-      .get("windowSplitCostCases").elements().asScala.toSeq
+    val cases = SkewTestVectors.list("windowSplitCostCases")
     assert(cases.exists(_.get("pays").asBoolean) && cases.exists(!_.get("pays").asBoolean))
     cases.foreach { c =>
       val name = c.get("name").asText
-      val set = new SQLConf
-      c.get("conf").fields().asScala.foreach(e => set.setConfString(e.getKey, e.getValue.asText))
-      val reducers = c.get("sizes").elements().asScala.map(_.asLong).toSeq
-      val s = sizes(reducers: _*)(c.get("maps").asInt)
-      val planned = settings(set, slots = c.get("slots").asInt, global = c.get("global").asBoolean)
+      val s = sizes(SkewTestVectors.longs(c, "sizes").toSeq: _*)(c.get("maps").asInt)
+      val planned = settings(
+        SkewTestVectors.confOf(c),
+        slots = c.get("slots").asInt,
+        global = c.get("global").asBoolean)
       val measured = WindowSplitPlan.measured(s, onePerReducer(s), planned)
       val pieces = measured.toOption.getOrElse(fail(s"$name: $measured"))
       assert(
-        pieces.skew.skewed.map(_._1) == c.get("skewed").elements().asScala.map(_.asInt).toSeq,
+        pieces.skew.skewed.map(_._1) == SkewTestVectors.ints(c, "skewed"),
         name)
       assert(pieces.cost.pays == c.get("pays").asBoolean, name)
       val cost = pieces.cost
