@@ -37,6 +37,13 @@ only); they also record each run's largest task
 execution memory, disk spill and the executor JVM's peak heap, and go to their own section of
 docs/benchmarks.md.
 
+The few-keys scenarios (issue 68, fewer keys than slots; `--scenarios
+few-keys,few-keys-collect-set`) aggregate a table read in 2000 map tasks (at 20M rows) by
+`id % 4`: percentile_approx of 6 columns at 99 percentiles, and collect_set of a column of 5,000
+values; vanilla runs each key's final merge of the 2000 partial buffers in one task. They compare
+vanilla, the A/A control, skewagg and skewagg@64, check the rows themselves (percentiles within
+percentile_approx's accuracy of vanilla's, equal sets) and go to their own section.
+
 Per run it records wall time and, from every task of the query, the hot stage's longest and
 median task and the simulated makespan on 64 and 512 slots (tasks list-scheduled; see
 skewagg.advisor.makespan), and whether skewagg rewrote the plan. Variants alternate within each
@@ -49,13 +56,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -64,6 +72,7 @@ import skewagg
 import tpch
 from headline import commit_of, wall_ratio
 from skewagg import demo
+from skewagg._bridge import bridge
 from skewagg._jars import spark_line
 from skewagg.demo import result_checksum, same_result
 from skewagg.stage_report import TaskTimeRecorder
@@ -83,11 +92,15 @@ HOLISTIC = ("percentile", "collect-list", "high-cardinality")
 # unique in the order its files were written, 4 groups; their own section, with task memory.
 # window-global-two-tasks: window-global over the events read by 2 tasks, where a split cannot pay.
 ONE_TASK = ("window-global", "window-few-keys", "window-moving", "window-global-two-tasks")
-SECTIONS = {"holistic": HOLISTIC, "window-one-task": ONE_TASK}
+# Aggregates over fewer keys than slots (issue 68): 4 keys, every map task holding all of them, so
+# vanilla merges each key's partial buffers from every map task in one task.
+FEW_KEYS = ("few-keys", "few-keys-collect-set")
+SECTIONS = {"holistic": HOLISTIC, "window-one-task": ONE_TASK, "few-keys": FEW_KEYS}
 # The data sets a scenario runs on, when not SKEWED and UNIFORM.
 SCENARIO_DATA = {"high-cardinality": ["highcard"],
                  "window-global": ["events"], "window-few-keys": ["events"],
                  "window-moving": ["events"], "window-global-two-tasks": ["events"],
+                 **{scenario: ["4-keys"] for scenario in FEW_KEYS},
                  "key-shapes": ["unique", "few", "hot-unique", "hot-few"],
                  "demo": ["skewed"]}
 BUCKETS = 64
@@ -139,6 +152,18 @@ AQE_OFF = "-aqe-off"
 for _name in ("vanilla", "skewagg@64"):
     VARIANT_CONF[_name + AQE_OFF] = {**VARIANT_CONF[_name], "spark.sql.adaptive.enabled": "false"}
 RESET_KEYS = sorted({k for conf in VARIANT_CONF.values() for k in conf})
+# The few-keys data: x0..x5 uniform integers in [0, FEW_KEYS_RANGE), c over FEW_KEYS_SET_VALUES
+# values, FEW_KEYS_ROWS_PER_FILE rows per file (2000 files at 20M rows).
+FEW_KEYS_COLUMNS = [f"x{j}" for j in range(6)]
+FEW_KEYS_RANGE = 1_000_000
+FEW_KEYS_SET_VALUES = 5_000
+FEW_KEYS_ROWS_PER_FILE = 10_000
+FEW_KEYS_PERCENTILES = [p / 100 for p in range(1, 100)]
+FEW_KEYS_ACCURACY = 10_000  # percentile_approx's default
+# percentile_approx's rank is within rows / accuracy of the exact one's; over values uniform in a
+# range that is about range / accuracy in value. vanilla's and a split plan's (which merges the
+# sketches in another order) are each that close to the exact value, so at most twice it apart.
+FEW_KEYS_BOUND = 2 * FEW_KEYS_RANGE / FEW_KEYS_ACCURACY
 
 
 def write_tables(spark: SparkSession, rows: int) -> Path:
@@ -200,6 +225,27 @@ def write_event_tables(spark: SparkSession, base: Path, rows: int) -> Path:
             F.when(F.col("id") % 17 == 0, F.lit(None)).otherwise((F.col("id") * 31) % 1000 - 400)
             .alias("v"),
         ).write.mode("overwrite").option("parquet.block.size", 1 << 20).parquet(str(path))
+    return path
+
+
+def write_few_keys_tables(spark: SparkSession, base: Path, rows: int) -> Path:
+    """few_keys: `rows` rows of id (0 to rows - 1), x0..x5 (integers uniform in [0,
+    FEW_KEYS_RANGE), independent) and c (FEW_KEYS_SET_VALUES values), in one Parquet file per
+    FEW_KEYS_ROWS_PER_FILE rows: 2000 files at 20M rows. Each file is far below the 2MB
+    maxPartitionBytes, and a file costs openCostInBytes (4MB) in a split, so Spark reads each in a
+    map task of its own: 2000 map tasks, as a table of 2000 files on a cluster is read, each
+    holding every key of `id % 4` (the issue's query). Files rather than a repartition(2000)
+    before the aggregate, which would add a shuffle of the raw rows the issue's query has not.
+    Scaled by `rows`, so a map task's work stays as at 20M. Once."""
+    path = base / "few_keys"
+    if not (path / "_SUCCESS").exists():
+        files = max(1, rows // FEW_KEYS_ROWS_PER_FILE)
+        spark.range(0, rows, 1, files).select(
+            "id",
+            *[(F.abs(F.xxhash64("id", F.lit(10 + j))) % FEW_KEYS_RANGE).cast("int").alias(name)
+              for j, name in enumerate(FEW_KEYS_COLUMNS)],
+            (F.abs(F.xxhash64("id", F.lit(20))) % FEW_KEYS_SET_VALUES).cast("int").alias("c"),
+        ).write.mode("overwrite").parquet(str(path))
     return path
 
 
@@ -307,9 +353,52 @@ def salted(fact: DataFrame, dim: DataFrame) -> tuple:
     return fact.select("*", salt), dim.crossJoin(salts)
 
 
+def collected_rows(df: DataFrame) -> Tuple[List[list], List[str]]:
+    """Every row of `df` (a few: one per key), sorted, and skewagg's operators in the plan that
+    computed them (as result_checksum gives them)."""
+    rows = sorted([list(row) for row in df.collect()])
+    plan = df._jdf.queryExecution().executedPlan()
+    markers = str(bridge(df.sparkSession).operatorLines(plan))
+    return rows, [m for m in markers.splitlines() if m]
+
+
+def percentile_difference(a: List[list], b: List[list]) -> float:
+    """The largest difference between two results of the few-keys percentiles (per key, a list of
+    percentiles per column), at the same key, column and percentile; infinite where their keys,
+    columns or lengths differ, or one has a null the other has not."""
+    if [row[0] for row in a] != [row[0] for row in b]:
+        return math.inf
+    worst = 0.0
+    for row_a, row_b in zip(a, b):
+        if len(row_a) != len(row_b):
+            return math.inf
+        for xs, ys in zip(row_a[1:], row_b[1:]):
+            if xs is None or ys is None or len(xs) != len(ys):
+                if xs != ys:
+                    return math.inf
+                continue
+            for x, y in zip(xs, ys):
+                if (x is None) != (y is None):
+                    return math.inf
+                if x is not None:
+                    worst = max(worst, abs(x - y))
+    return worst
+
+
+def same_percentiles(a: List[list], b: List[list]) -> bool:
+    return percentile_difference(a, b) <= FEW_KEYS_BOUND
+
+
+def same_sets(a: List[list], b: List[list]) -> bool:
+    """Two results of collect_set per key: the same keys, each with the same set (any order)."""
+    def sets(rows: List[list]) -> List[list]:
+        return [[row[0], *[sorted(x) for x in row[1:]]] for row in rows]
+    return sets(a) == sets(b)
+
+
 def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
                      q12: Path | None = None, tpch_data: Path | None = None
-                     ) -> Dict[str, Dict[str, Callable[[], DataFrame]]]:
+                     ) -> Dict[str, Dict[str, Any]]:
     """For each scenario: the query as a user writes it, and the hand-salted version."""
     def join_sum() -> DataFrame:
         return fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s"))
@@ -446,6 +535,14 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
             return fact.sparkSession.sql(tpch.QUERIES[scenario])
         return query
 
+    def few_keys_percentiles() -> DataFrame:
+        return fact.groupBy((F.col("id") % 4).alias("k")).agg(
+            *[F.percentile_approx(name, FEW_KEYS_PERCENTILES, FEW_KEYS_ACCURACY).alias(name)
+              for name in FEW_KEYS_COLUMNS])
+
+    def few_keys_collect_set() -> DataFrame:
+        return fact.groupBy((F.col("id") % 4).alias("k")).agg(F.collect_set("c").alias("s"))
+
     def demo_join() -> DataFrame:
         demo_fact, demo_dim = demo.tables(fact.sparkSession)
         return demo_fact.join(demo_dim, "k").groupBy("k").agg(F.sum("v").alias("s"))
@@ -455,6 +552,7 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
     plain = ["vanilla", "skewagg", "skewagg+hint", "skewagg@64"]
     # With the A/A control: what vanilla's plan measures against itself in the same run.
     one_task = ["vanilla", CONTROL, "skewagg", "skewagg@64"] + without_aqe
+    few_keys = ["vanilla", CONTROL, "skewagg", "skewagg@64"]
     return {
         "percentile": {"query": percentile, "variants": holistic},
         "collect-list": {"query": collect_list, "variants": holistic + ["skewagg+collect"]},
@@ -490,11 +588,18 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
         "window-few-keys": {"query": window_few_keys, "variants": one_task},
         "window-moving": {"query": window_moving, "variants": one_task},
         "window-global-two-tasks": {"query": window_global_two_tasks, "variants": one_task},
+        # Checked on the rows themselves: "result" computes what each run's is compared by,
+        # "same" compares it with vanilla's, "difference" says how far it is (in the table).
+        "few-keys": {"query": few_keys_percentiles, "variants": few_keys,
+                     "result": collected_rows, "same": same_percentiles,
+                     "difference": percentile_difference},
+        "few-keys-collect-set": {"query": few_keys_collect_set, "variants": few_keys,
+                                 "result": collected_rows, "same": same_sets},
     }
 
 
 def run_once(spark: SparkSession, recorder: TaskTimeRecorder, variant: str,
-             queries: Dict[str, Callable[[], DataFrame]]) -> dict:
+             queries: Dict[str, Any]) -> dict:
     for key in RESET_KEYS:
         spark.conf.unset(key)
     for key, value in {**BASE_CONF, **queries.get("conf", {}), **VARIANT_CONF[variant]}.items():
@@ -505,9 +610,10 @@ def run_once(spark: SparkSession, recorder: TaskTimeRecorder, variant: str,
         query = lambda: queries["query"]().hint("skew_agg")  # noqa: E731
     else:
         query = queries["query"]
+    result_of = queries.get("result", result_checksum)
     spark.sparkContext._jvm.System.gc()  # the previous variant's garbage is not this one's cost
     start = time.perf_counter()
-    (result, markers), times = recorder.measure(lambda: result_checksum(query()))
+    (result, markers), times = recorder.measure(lambda: result_of(query()))
     rewritten = bool(markers)
     wall = time.perf_counter() - start
     hot = times.hot_stage
@@ -557,8 +663,9 @@ def main(argv: List[str] | None = None) -> int:
     section = section_of(scenarios[0])
     if len({section_of(s) for s in scenarios}) > 1:
         parser.error("run the holistic scenarios (" + ",".join(HOLISTIC) + "), the one-task "
-                     "windows (" + ",".join(ONE_TASK) + ") and the local-global ones in "
-                     "separate invocations: they write separate sections")
+                     "windows (" + ",".join(ONE_TASK) + "), the few-keys ones ("
+                     + ",".join(FEW_KEYS) + ") and the local-global ones in separate "
+                     "invocations: they write separate sections")
     if args.default_plan:
         section = "default-plan"
 
@@ -599,6 +706,8 @@ def main(argv: List[str] | None = None) -> int:
                 joined = spark.read.parquet(str(many / "dim"))
             elif scenario in ONE_TASK:
                 fact = spark.read.parquet(str(write_event_tables(spark, base, args.rows)))
+            elif scenario in FEW_KEYS:
+                fact = spark.read.parquet(str(write_few_keys_tables(spark, base, args.rows)))
             elif scenario == "key-shapes":
                 fact = spark.read.parquet(str(write_key_shape_tables(spark, base, args.rows))) \
                     .select(F.col(data.replace("-", "_")).alias("k"), "v")
@@ -629,6 +738,7 @@ def main(argv: List[str] | None = None) -> int:
                     spark.sparkContext.setJobDescription(f"{scenario} {data} {variant}")
                     runs[variant].append(run_once(spark, recorder, variant, queries))
             reference = runs[variants[0]][0]["checksum"]
+            same = queries.get("same", same_result)
             for variant in variants:
                 last = runs[variant][-1]
                 entry = {
@@ -636,7 +746,7 @@ def main(argv: List[str] | None = None) -> int:
                     "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     "wall_s": statistics.median(r["wall_s"] for r in runs[variant]),
                     "wall_s_runs": [round(r["wall_s"], 3) for r in runs[variant]],
-                    "equal_to_vanilla": all(same_result(r["checksum"], reference)
+                    "equal_to_vanilla": all(same(r["checksum"], reference)
                                             for r in runs[variant]),
                     **{k: v for k, v in last.items() if k not in ("wall_s", "checksum")},
                     # One run's makespan moves with a single slow task: the median of the runs.
@@ -644,6 +754,11 @@ def main(argv: List[str] | None = None) -> int:
                        for k in ("makespan64_ms", "makespan512_ms")},
                     "makespan64_ms_runs": [r["makespan64_ms"] for r in runs[variant]],
                 }
+                if "difference" in queries:
+                    # The largest difference from vanilla's first run's rows, over the runs.
+                    difference = max(queries["difference"](r["checksum"], reference)
+                                     for r in runs[variant])
+                    entry["difference"] = None if math.isinf(difference) else difference
                 results.append(entry)
                 print(json.dumps(entry), flush=True)
     spark.stop()
@@ -663,7 +778,7 @@ def main(argv: List[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     suffix = "" if section == "local-global" else f"-{section}"
     render_section = {"local-global": render, "holistic": render_holistic,
-                      "window-one-task": render_one_task,
+                      "window-one-task": render_one_task, "few-keys": render_few_keys,
                       "default-plan": render_default_plan}[section]
     out = RESULTS / f"bench-rows{args.rows}{suffix}-spark{line}.json"
     if out.exists():
@@ -805,6 +920,59 @@ def render_holistic(report: dict) -> str:
         "JVM heap peak: the executor JVM's peak heap while the query's tasks ran (one JVM in "
         "local mode); spill: bytes all tasks spilled to disk.",
         ""])
+
+
+def render_few_keys(report: dict) -> str:
+    """Aggregates over fewer keys than slots (the few-keys section: `FEW_KEYS`, issue 68)."""
+    rows = report["results"]
+    by = {(r["scenario"], r["data"], r["variant"]): r for r in rows}
+    files = max(1, report["rows"] // FEW_KEYS_ROWS_PER_FILE)
+    lines = written_by("Fewer keys than slots: aggregates over 4 keys", FEW_KEYS) + [
+        f"{measured(report)} on {report['machine']} (2 cores, driver memory "
+        f"{report.get('driver_memory', '?')}{heap(report)}), {report['rows']:,} rows in "
+        f"{files:,} Parquet files, each read by a map task of its own (issue 68: 2000 map tasks "
+        f"at 20M rows), median wall time of {run_counts(rows)} runs per variant, alternating. "
+        "The rows: `id` (0 to rows - 1), x0..x5 integers uniform in "
+        f"[0, {FEW_KEYS_RANGE:,}), c one of {FEW_KEYS_SET_VALUES:,} values. Queries, grouped "
+        "by `id % 4` (every map task holds all 4 keys, so vanilla merges each key's partial "
+        "buffers of every map task in one task): few-keys, `percentile_approx` of x0..x5 at "
+        "the 99 percentiles 0.01..0.99 (accuracy "
+        f"{FEW_KEYS_ACCURACY:,}); few-keys-collect-set, `collect_set(c)`. Checked on the rows: "
+        "vanilla's first run is the reference; every run's percentiles are within "
+        f"{FEW_KEYS_BOUND:g} of it at each key, column and percentile (2 x range / accuracy: "
+        "each approximation is within about range / accuracy of the exact percentile, and a "
+        "plan merging the sketches in another order may differ from vanilla's by that in the "
+        "last ranks), its sets equal. largest difference: the largest such difference in any "
+        "run of the variant. vanilla-again is vanilla once more (the A/A control: what "
+        "identical plans measure apart in this run); vs control: the ratio of the median wall "
+        "times over vanilla-again's. skewagg plans for this machine's 2 task slots, skewagg@64 "
+        "for 64. vs vanilla: the ratio of the medians, then the lowest and highest ratio within "
+        "one repeat; makespan@64 vs vanilla: the ratio of the median makespans@64. Peak task "
+        "memory: the largest `peakExecutionMemory` of one task.",
+        "",
+        "| scenario | data | variant | wall s | vs vanilla | vs control | makespan@64 s "
+        "| makespan@64 vs vanilla | hot task ms | median task ms | hot stage tasks "
+        "| peak task memory MiB | rewritten | largest difference | equal |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        vanilla = by.get((r["scenario"], r["data"], "vanilla"))
+        control = by.get((r["scenario"], r["data"], CONTROL))
+        ratio = wall_ratio(r, vanilla) if vanilla else ""
+        vs_control = f"{r['wall_s'] / control['wall_s']:.2f}" \
+            if control and r["variant"] not in ("vanilla", CONTROL) else ""
+        makespan = f"{r['makespan64_ms'] / max(vanilla['makespan64_ms'], 1):.2f}" \
+            if vanilla else ""
+        difference = "" if "difference" not in r else "mismatch" if r["difference"] is None \
+            else f"{r['difference']:g}"
+        lines.append(
+            f"| {r['scenario']} | {r['data']} | {r['variant']} | {r['wall_s']:.2f} | {ratio} "
+            f"| {vs_control} | {r['makespan64_ms'] / 1000:.2f} | {makespan} "
+            f"| {r['hot_task_ms']} | {r['median_task_ms']:.0f} | {r['hot_stage_tasks']} "
+            f"| {r['peak_task_execution_memory'] / (1 << 20):.0f} "
+            f"| {'yes' if r['rewritten'] else ''} | {difference} "
+            f"| {'yes' if r['equal_to_vanilla'] else 'NO'} |")
+    return "\n".join(lines) + "\n"
 
 
 def memory_table(report: dict, intro: List[str]) -> str:
