@@ -105,10 +105,11 @@ test-line: setup ## SPARK_LINE's part of make test: its share of the Scala tests
 demo: setup ## the main job: a skewed aggregation run with skewagg off and on
 	$(WITH_JDK17) $(PY) -m skewagg demo
 
-bench: setup ## benchmark suite (20M rows ~70 min with the window scenarios, then holistic aggregates at 10M rows ~30 min, then windows Spark runs in one task at 20M rows, 2 cores): benchmarks/results/*.json, docs/benchmarks.md
+bench: setup ## benchmark suite (20M rows ~70 min with the window scenarios, then holistic aggregates at 10M rows ~30 min, then windows Spark runs in one task at 20M rows, then aggregates over 4 keys at 20M rows in 2000 map tasks, 2 cores): benchmarks/results/*.json, docs/benchmarks.md
 	$(WITH_JDK17) $(PY) benchmarks/bench.py $(BENCH_ARGS)
 	$(WITH_JDK17) $(PY) benchmarks/bench.py --scenarios percentile,collect-list,high-cardinality --rows 10000000 $(BENCH_HOLISTIC_ARGS)
 	$(WITH_JDK17) $(PY) benchmarks/bench.py --scenarios window-global,window-few-keys,window-moving,window-global-two-tasks $(BENCH_WINDOW_ARGS)
+	$(WITH_JDK17) $(PY) benchmarks/bench.py --scenarios few-keys,few-keys-collect-set $(BENCH_FEW_KEYS_ARGS)
 
 bench-default: setup ## skewagg's default plan against vanilla and against vanilla's own plan again (a control) in every local-global scenario, the order rotating (20M rows, 4 repeats: 58 min on 2 cores with two variants on 2026-11-27; the control adds half as many runs again)
 	$(WITH_JDK17) $(PY) benchmarks/bench.py --default-plan --repeats 4 $(BENCH_ARGS)
