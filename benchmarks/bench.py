@@ -152,18 +152,33 @@ AQE_OFF = "-aqe-off"
 for _name in ("vanilla", "skewagg@64"):
     VARIANT_CONF[_name + AQE_OFF] = {**VARIANT_CONF[_name], "spark.sql.adaptive.enabled": "false"}
 RESET_KEYS = sorted({k for conf in VARIANT_CONF.values() for k in conf})
-# The few-keys data: x0..x5 uniform integers in [0, FEW_KEYS_RANGE), c over FEW_KEYS_SET_VALUES
-# values, FEW_KEYS_ROWS_PER_FILE rows per file (2000 files at 20M rows).
+# The few-keys data (write_few_keys_tables): x0..x5 integers in [0, few_keys_range(rows)), each
+# value exactly FEW_KEYS_COPIES times per key; c over FEW_KEYS_SET_VALUES values;
+# FEW_KEYS_ROWS_PER_FILE rows per file (2000 files at 20M rows).
 FEW_KEYS_COLUMNS = [f"x{j}" for j in range(6)]
-FEW_KEYS_RANGE = 1_000_000
+FEW_KEYS_COPIES = 5
 FEW_KEYS_SET_VALUES = 5_000
 FEW_KEYS_ROWS_PER_FILE = 10_000
 FEW_KEYS_PERCENTILES = [p / 100 for p in range(1, 100)]
 FEW_KEYS_ACCURACY = 10_000  # percentile_approx's default
-# percentile_approx's rank is within rows / accuracy of the exact one's; over values uniform in a
-# range that is about range / accuracy in value. vanilla's and a split plan's (which merges the
-# sketches in another order) are each that close to the exact value, so at most twice it apart.
-FEW_KEYS_BOUND = 2 * FEW_KEYS_RANGE / FEW_KEYS_ACCURACY
+# Where each column's multiplier lies in its range (irrational fractions: values spread evenly).
+FEW_KEYS_STEPS = [0.6180339887, 0.4142135624, 0.7320508076, 0.2360679775, 0.6457513111,
+                  0.3166247904]
+
+
+def few_keys_range(rows: int) -> int:
+    """The x columns' range: each key (rows / 4 rows) holds each value FEW_KEYS_COPIES times
+    (1,000,000 values at 20M rows)."""
+    return max(1, rows // (4 * FEW_KEYS_COPIES))
+
+
+def few_keys_bound(rows: int) -> float:
+    """How far two runs' percentile_approx may lie apart in value. Its rank is within n / accuracy
+    of the exact percentile's over a key's n rows; each value fills exactly n / range ranks, so
+    that is range / accuracy in value (plus one where the ranks cross into the next value). Two
+    plans (a split plan merges the sketches in another order) are each that close to the exact
+    percentile, so at most twice that apart."""
+    return 2 * (few_keys_range(rows) / FEW_KEYS_ACCURACY + 1)
 
 
 def write_tables(spark: SparkSession, rows: int) -> Path:
@@ -229,9 +244,14 @@ def write_event_tables(spark: SparkSession, base: Path, rows: int) -> Path:
 
 
 def write_few_keys_tables(spark: SparkSession, base: Path, rows: int) -> Path:
-    """few_keys: `rows` rows of id (0 to rows - 1), x0..x5 (integers uniform in [0,
-    FEW_KEYS_RANGE), independent) and c (FEW_KEYS_SET_VALUES values), in one Parquet file per
-    FEW_KEYS_ROWS_PER_FILE rows: 2000 files at 20M rows. Each file is far below the 2MB
+    """few_keys: `rows` rows of id (0 to rows - 1), x0..x5 and c (FEW_KEYS_SET_VALUES values),
+    in one Parquet file per FEW_KEYS_ROWS_PER_FILE rows: 2000 files at 20M rows. x0..x5 are
+    integers in [0, range) (few_keys_range), each exactly uniform within each key of `id % 4`:
+    the key's i-th row (i = id / 4) holds (i * step) % range, step coprime with range, so i
+    over each block of range rows takes every value once, and a rank converts exactly to a
+    value (random values would add sampling noise, about the square root of the rank distance,
+    to that conversion); every map task's values spread over the whole range (the step is an
+    irrational fraction of the range). Each file is far below the 2MB
     maxPartitionBytes, and a file costs openCostInBytes (4MB) in a split, so Spark reads each in a
     map task of its own: 2000 map tasks, as a table of 2000 files on a cluster is read, each
     holding every key of `id % 4` (the issue's query). Files rather than a repartition(2000)
@@ -240,10 +260,19 @@ def write_few_keys_tables(spark: SparkSession, base: Path, rows: int) -> Path:
     path = base / "few_keys"
     if not (path / "_SUCCESS").exists():
         files = max(1, rows // FEW_KEYS_ROWS_PER_FILE)
+        values = few_keys_range(rows)
+
+        def step(fraction: float) -> int:
+            a = max(1, int(fraction * values))
+            while math.gcd(a, values) != 1:
+                a += 1
+            return a
+
+        i = F.floor(F.col("id") / 4)
         spark.range(0, rows, 1, files).select(
             "id",
-            *[(F.abs(F.xxhash64("id", F.lit(10 + j))) % FEW_KEYS_RANGE).cast("int").alias(name)
-              for j, name in enumerate(FEW_KEYS_COLUMNS)],
+            *[(i * step(fraction) % values).cast("int").alias(name)
+              for fraction, name in zip(FEW_KEYS_STEPS, FEW_KEYS_COLUMNS)],
             (F.abs(F.xxhash64("id", F.lit(20))) % FEW_KEYS_SET_VALUES).cast("int").alias("c"),
         ).write.mode("overwrite").parquet(str(path))
     return path
@@ -385,10 +414,6 @@ def percentile_difference(a: List[list], b: List[list]) -> float:
     return worst
 
 
-def same_percentiles(a: List[list], b: List[list]) -> bool:
-    return percentile_difference(a, b) <= FEW_KEYS_BOUND
-
-
 def same_sets(a: List[list], b: List[list]) -> bool:
     """Two results of collect_set per key: the same keys, each with the same set (any order)."""
     def sets(rows: List[list]) -> List[list]:
@@ -397,9 +422,10 @@ def same_sets(a: List[list], b: List[list]) -> bool:
 
 
 def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
-                     q12: Path | None = None, tpch_data: Path | None = None
+                     q12: Path | None = None, tpch_data: Path | None = None, rows: int = 0
                      ) -> Dict[str, Dict[str, Any]]:
-    """For each scenario: the query as a user writes it, and the hand-salted version."""
+    """For each scenario: the query as a user writes it, and the hand-salted version (`rows`:
+    the rows the data sets were written with)."""
     def join_sum() -> DataFrame:
         return fact.join(dim, "k").groupBy("k").agg(F.sum("v").alias("s"))
 
@@ -591,7 +617,8 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
         # Checked on the rows themselves: "result" computes what each run's is compared by,
         # "same" compares it with vanilla's, "difference" says how far it is (in the table).
         "few-keys": {"query": few_keys_percentiles, "variants": few_keys,
-                     "result": collected_rows, "same": same_percentiles,
+                     "result": collected_rows,
+                     "same": lambda a, b: percentile_difference(a, b) <= few_keys_bound(rows),
                      "difference": percentile_difference},
         "few-keys-collect-set": {"query": few_keys_collect_set, "variants": few_keys,
                                  "result": collected_rows, "same": same_sets},
@@ -719,7 +746,8 @@ def main(argv: List[str] | None = None) -> int:
                 else None
             tpch_data = tpch.write_tables(spark, base, args.rows) / data \
                 if scenario in TPCH else None
-            queries = scenario_queries(fact, joined, bucketed, q12, tpch_data)[scenario]
+            queries = scenario_queries(fact, joined, bucketed, q12, tpch_data,
+                                       args.rows)[scenario]
             chosen = DEFAULT_PLAN_VARIANTS.get(scenario, ["vanilla", "skewagg"]) \
                 if args.default_plan else args.variants.split(",")
             variants = [v for v in queries.get("variants", VARIANTS)
@@ -932,18 +960,22 @@ def render_few_keys(report: dict) -> str:
         f"{report.get('driver_memory', '?')}{heap(report)}), {report['rows']:,} rows in "
         f"{files:,} Parquet files, each read by a map task of its own (issue 68: 2000 map tasks "
         f"at 20M rows), median wall time of {run_counts(rows)} runs per variant, alternating. "
-        "The rows: `id` (0 to rows - 1), x0..x5 integers uniform in "
-        f"[0, {FEW_KEYS_RANGE:,}), c one of {FEW_KEYS_SET_VALUES:,} values. Queries, grouped "
+        "The rows: `id` (0 to rows - 1), x0..x5 integers in "
+        f"[0, {few_keys_range(report['rows']):,}), each value exactly {FEW_KEYS_COPIES} times "
+        "in each key, spread over every file (`(id / 4 * step) % range`), c one of "
+        f"{FEW_KEYS_SET_VALUES:,} values. Queries, grouped "
         "by `id % 4` (every map task holds all 4 keys, so vanilla merges each key's partial "
         "buffers of every map task in one task): few-keys, `percentile_approx` of x0..x5 at "
         "the 99 percentiles 0.01..0.99 (accuracy "
         f"{FEW_KEYS_ACCURACY:,}); few-keys-collect-set, `collect_set(c)`. Checked on the rows: "
         "vanilla's first run is the reference; every run's percentiles are within "
-        f"{FEW_KEYS_BOUND:g} of it at each key, column and percentile (2 x range / accuracy: "
-        "each approximation is within about range / accuracy of the exact percentile, and a "
-        "plan merging the sketches in another order may differ from vanilla's by that in the "
-        "last ranks), its sets equal. largest difference: the largest such difference in any "
-        "run of the variant. vanilla-again is vanilla once more (the A/A control: what "
+        f"{few_keys_bound(report['rows']):g} of it at each key, column and percentile "
+        "(2 x (range / accuracy + 1): each approximation's rank is within rows / accuracy of "
+        "the exact percentile's, which in these values is range / accuracy, plus one where it "
+        "crosses into the next value; a plan merging the sketches in another order may differ "
+        "from vanilla's by that in the last ranks), its sets equal. largest difference: the "
+        "largest difference from vanilla's first run in any run of the variant. vanilla-again "
+        "is vanilla once more (the A/A control: what "
         "identical plans measure apart in this run); vs control: the ratio of the median wall "
         "times over vanilla-again's. skewagg plans for this machine's 2 task slots, skewagg@64 "
         "for 64. vs vanilla: the ratio of the medians, then the lowest and highest ratio within "
