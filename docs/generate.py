@@ -200,7 +200,7 @@ PHASES = [
                                          "PlanHolisticAggregatesSortBased (SingleKeyAggregate)"]),
     ("Adaptive execution:\nquery-stage preparation",
      ["SplitSkewedShuffleBelowAggregate", "SplitSkewedJoinBelowAggregate",
-      "SplitSkewedBucketsBelowAggregate", "SplitSkewedWindow",
+      "SplitSkewedBucketsBelowAggregate", "SplitMergeOfPartialStates", "SplitSkewedWindow",
       "LeftAloneReasons (records why not)", "SkewAggCostEvaluator (cost model)"]),
     ("Adaptive execution:\nquery-stage optimization", ["CoalescePartialResultExchanges",
                                                   "DropUnneededMergeAfterShuffle"]),

@@ -387,6 +387,45 @@ def test_a_window_split_that_would_not_pay_is_not_advised() -> None:
             "512.0 MiB on 64 slots: its sample's longest read 256.0 MiB") in kept.text, kept.text
 
 
+def test_heavy_partial_states_of_a_few_keys_are_advised_merged_in_two_levels() -> None:
+    """The rules' SplitMergeOfPartialStates: 4 keys' sketches from 2000 map tasks (128 KiB a
+    state) in 200 partitions on 64 slots are merged in two levels; from 8 map tasks they are left
+    alone (two levels would not pay); a sum's states of a few bytes: nothing to split."""
+    from skewagg.advisor.decision import Measures, decide
+    from skewagg.advisor.eventlog import PlanNode
+    from skewagg.advisor.skew_rule import RowsMeasure, SkewSettings, find_by_slot_share, find_skewed
+    from skewagg.advisor.stage_plans import StagePlan
+
+    desc = "ObjectHashAggregate(keys=[k#1L], functions=[percentile_approx(x#2L, 0.5, 10000)])"
+    plan = StagePlan(PlanNode("ObjectHashAggregate", desc, {}, {}), "aggregate", [],
+                     kind="aggregate")
+    settings = SkewSettings.of({"spark.skewagg.skew.taskSlots": "64"})
+    sizes = [256 << 20 if i in (3, 50, 99, 120) else 0 for i in range(200)]
+
+    def decided(states_per_partition: int, map_tasks: int):
+        rows = [states_per_partition if size else 0 for size in sizes]
+        found = find_skewed(sizes, settings, 64)
+        bare = find_skewed(sizes, settings, 64, floor=0)
+        measure = RowsMeasure(sizes, sizes, sizes, find_by_slot_share(sizes, settings, 64),
+                              settings.floor, settings.min_split)
+        return decide(plan, sizes, rows, found, bare, settings, map_tasks, "the shuffle",
+                      Measures(measure))
+
+    merged = decided(2000, 2000)
+    assert merged.rewrite == ("heavy partial states merged in two levels "
+                              "(SplitMergeOfPartialStates)"), merged.text
+    assert ("the final merge reads one partial state per map task and key, partition 3 holds "
+            "256.0 MiB of the states of 2,000 map tasks (131.1 KiB a state), 16x the per-slot "
+            "share 16.0 MiB on 64 task slots (and 3 more); read in up to 16 pieces of about "
+            "16.0 MiB") in merged.text, merged.text
+    assert merged.pieces == {3: 16, 50: 16, 99: 16, 120: 16} and merged.stages_apart == 1
+    few = decided(8, 8)
+    assert few.rewrite is None and ("at most 8 map tasks wrote to a skewed partition: a merge in "
+                                    "two levels pays from 16.") in few.text, few.text
+    sums = decided(16_000_000, 2000)
+    assert sums.rewrite is None and "there is nothing to split" in sums.text, sums.text
+
+
 def test_a_window_without_partition_by_is_one_task_split_by_its_order(tmp_path: Path) -> None:
     """One task holds the whole table, on uniform data too: tested by the per-slot share alone,
     as SplitSkewedWindow tests it (never "not skewed" against a median of itself)."""

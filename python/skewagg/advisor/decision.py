@@ -93,6 +93,46 @@ class Decision:
     stages_apart: int = 0
 
 
+# The fewest states a skewed partition's merge reads (map tasks that wrote to it) from which
+# SplitMergeOfPartialStates merges them in two levels (its MinStates).
+MIN_STATES = 16
+
+
+def _merge_of_states(sizes: Sequence[int], rows: Sequence[int], s: SkewSettings, slots: int,
+                     map_tasks: int) -> Optional[Decision]:
+    """The rules' SplitMergeOfPartialStates on the final half of Spark's aggregate, whose stage
+    read ``sizes`` bytes and ``rows`` partial states per task: where the states average at least
+    ``spark.skewagg.partialStates.split.minStateSize`` and a partition is above the per-slot
+    share, its states are read in pieces of about sqrt(n) of n states (at least the per-slot
+    share), each merged in its own task, then once more per key. A log has no sizes per map
+    output: every map task is taken as writing a state to each skewed partition. None where the
+    states are light or no partition stands above the share (Spark's plan)."""
+    states = sum(rows)
+    per_state = sum(sizes) // states if states else 0
+    found = find_by_slot_share(sizes, s, slots)
+    if per_state < s.min_state_size or not found.skewed:
+        return None
+    pid, size = max(found.skewed, key=lambda x: x[1])
+    more = f" (and {len(found.skewed) - 1} more)" if len(found.skewed) > 1 else ""
+    holds = (f"partition {pid} holds {format_bytes(size)} of the states of {map_tasks:,} map "
+             f"tasks ({format_bytes(per_state)} a state), {size / max(found.slot_share, 1):.0f}x "
+             f"the per-slot share {format_bytes(found.slot_share)} on {found.slots} task slots"
+             f"{more}")
+    if map_tasks < MIN_STATES:
+        return Decision(None, f"left alone: the final merge reads heavy partial states ({holds}), "
+                         f"but at most {map_tasks} map tasks wrote to a skewed partition: a merge "
+                         f"in two levels pays from {MIN_STATES}.")
+    target = max(split_size(sizes, found, s), found.slot_share,
+                 max(sizes[i] // math.ceil(math.sqrt(map_tasks)) for i, _ in found.skewed))
+    pieces = {i: max(1, math.ceil(sizes[i] / target)) for i, _ in found.skewed}
+    rewrite = "heavy partial states merged in two levels (SplitMergeOfPartialStates)"
+    return Decision(rewrite, f"would rewrite: {rewrite}: the final merge reads one partial state "
+                     f"per map task and key, {holds}; read in up to {max(pieces.values())} pieces "
+                     f"of about {format_bytes(target)}, each merging its states in its own task, "
+                     "then one state per piece and key merged once more.", pieces,
+                     stages_apart=1)
+
+
 @dataclass
 class Measures:
     """The shuffle a split rule would test, as it would test it: ``vanilla`` (the shuffle the log
@@ -255,6 +295,9 @@ def decide(plan: StagePlan, sizes: List[int], rows: List[int], found: SkewFound,
                        ", HotKeySplitAggregate)", s.single_key_min_rows,
                        SINGLE_KEY_MIN_ROWS_KEY, 256, False)
     if kind == "aggregate":
+        heavy = _merge_of_states(sizes, rows, s, found.slots, map_tasks)
+        if heavy is not None:
+            return heavy
         return Decision(None, "left alone: Spark's own plan already aggregates each task's rows "
                          "before the shuffle, so a hot key's rows are combined per task and "
                          f"there is nothing to split; {skew}.")

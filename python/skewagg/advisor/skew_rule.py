@@ -42,6 +42,7 @@ WINDOW_MAX_SPLITS_KEY = "spark.skewagg.window.split.maxSplits"
 LOCAL_CAPACITY_KEY = "spark.skewagg.localAggregate.capacity"
 MIN_MERGE_REDUCTION_KEY = "spark.skewagg.localAggregate.minMergeReduction"
 WINDOW_SAMPLE_FRACTION_KEY = "spark.skewagg.window.split.sampleFraction"
+MIN_STATE_SIZE_KEY = "spark.skewagg.partialStates.split.minStateSize"
 
 SETTINGS_FILE = Path(__file__).resolve().parent / "skew_settings.json"
 
@@ -76,7 +77,8 @@ class SkewSettings:
     """The skew test's settings: ``factor``, ``floor`` and ``min_split`` in bytes, ``task_slots``
     (0: the application's); the hot-key splits' least rows of a key and most splits (percentiles:
     ``single_key_*``, windows: ``window_*``, with the share of map outputs a window's sample
-    reads); the keys a flushing local aggregate's map holds (``local_capacity``)."""
+    reads); the keys a flushing local aggregate's map holds (``local_capacity``); the average
+    partial state from which merging states is an aggregate's work (``min_state_size``)."""
 
     factor: float
     floor: int
@@ -89,6 +91,7 @@ class SkewSettings:
     local_capacity: int = 16384
     min_merge_reduction: float = 3.0
     window_sample_fraction: float = 0.1
+    min_state_size: int = 1024
 
     @staticmethod
     def of(conf: Optional[Mapping[str, str]] = None) -> "SkewSettings":
@@ -111,7 +114,8 @@ class SkewSettings:
                             integers[SINGLE_KEY_MIN_ROWS_KEY], integers[SINGLE_KEY_MAX_SPLITS_KEY],
                             integers[WINDOW_MIN_ROWS_KEY], integers[WINDOW_MAX_SPLITS_KEY],
                             integers[LOCAL_CAPACITY_KEY], min_merge,
-                            _fraction(values, WINDOW_SAMPLE_FRACTION_KEY))
+                            _fraction(values, WINDOW_SAMPLE_FRACTION_KEY),
+                            parse_bytes(values[MIN_STATE_SIZE_KEY]))
 
 
 def _fraction(values: Mapping[str, str], key: str) -> float:

@@ -19,8 +19,8 @@ import org.apache.spark.sql.skewagg.monitor.TaggedTaskTimes
 import org.apache.spark.sql.skewagg.singlekey.PlanHolisticAggregatesSortBased
 import org.apache.spark.sql.skewagg.window.SplitSkewedWindow
 import org.apache.spark.sql.skewagg.skewsplit.{
-  CoalescePartialResultExchanges, SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate,
-  SplitSkewedShuffleBelowAggregate
+  CoalescePartialResultExchanges, SplitMergeOfPartialStates, SplitSkewedBucketsBelowAggregate,
+  SplitSkewedJoinBelowAggregate, SplitSkewedShuffleBelowAggregate
 }
 
 /**
@@ -90,6 +90,9 @@ class SkewAggExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectQueryStagePrepRule(s => physical(SplitSkewedJoinBelowAggregate(s)))
     // Adaptive query-stage preparation: read skewed buckets unbucketed below an aggregate.
     extensions.injectQueryStagePrepRule(s => physical(SplitSkewedBucketsBelowAggregate(s)))
+    // Adaptive query-stage preparation: merge the heavy partial states of a few keys in two
+    // levels (pieces of a skewed partition merged apart, then once more per key).
+    extensions.injectQueryStagePrepRule(s => physical(SplitMergeOfPartialStates(s)))
     // Adaptive query-stage preparation: split the hot keys of a skewed window's partitions by
     // ranges of the window's order.
     extensions.injectQueryStagePrepRule(s => physical(SplitSkewedWindow(s)))

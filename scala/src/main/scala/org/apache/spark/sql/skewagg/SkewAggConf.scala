@@ -305,6 +305,29 @@ object SkewAggConf {
       .trueOrFalse
       .createWithDefault(true))
 
+  val PARTIAL_STATES_SPLIT_ENABLED: ConfigEntry[Boolean] = listed(
+    buildConf("spark.skewagg.partialStates.split.enabled")
+      .doc("Adaptive execution only: where the final half of Spark's own aggregate merges heavy " +
+        "partial states (sketches, collected lists: see " +
+        "spark.skewagg.partialStates.split.minStateSize) and a partition of their exchange is " +
+        "skewed against the per-slot share (a few keys), read that partition's map outputs in " +
+        "pieces of about the per-slot share, merge each piece's states in its own task, " +
+        "exchange the merged states on the grouping keys and merge them once more: the final " +
+        "merge of a key reads one state per piece instead of one per map task.")
+      .version("0.1.0")
+      .trueOrFalse
+      .createWithDefault(true))
+
+  val PARTIAL_STATES_MIN_STATE_SIZE: ConfigEntry[Long] = listed(
+    buildConf("spark.skewagg.partialStates.split.minStateSize")
+      .doc("The average size of a partial state (the exchange's bytes over its rows) from which " +
+        "merging the states is the work of an aggregate's final half, so that a skewed " +
+        "partition of them is merged in two levels. A sum's or count's state is tens of bytes, " +
+        "whose merge is cheap: Spark's plan stays.")
+      .version("0.1.0")
+      .bytesAtLeast(1)
+      .createWithDefaultString("1KB"))
+
   val SINGLE_KEY_ENABLED: ConfigEntry[Boolean] = listed(
     buildConf("spark.skewagg.singleKey.enabled")
       .doc("Batch aggregates with exact percentile, median, percentile_cont, percentile_disc or " +

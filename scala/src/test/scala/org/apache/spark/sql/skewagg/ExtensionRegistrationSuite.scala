@@ -45,6 +45,7 @@ class ExtensionRegistrationSuite extends SkewAggSuiteBase {
         "SplitSkewedShuffleBelowAggregate",
         "SplitSkewedJoinBelowAggregate",
         "SplitSkewedBucketsBelowAggregate",
+        "SplitMergeOfPartialStates",
         "SplitSkewedWindow",
         "LeftAloneReasons"))
     assert(

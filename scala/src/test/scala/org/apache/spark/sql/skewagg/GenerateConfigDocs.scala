@@ -14,8 +14,8 @@ object GenerateConfigDocs {
   val skewSettingsPath = "python/skewagg/advisor/skew_settings.json"
 
   /**
-   * The settings of the skew test ([[SkewedPartitions]], [[TaskSlots]]) and of the hot-key
-   * splits, in this order.
+   * The settings of the skew test ([[SkewedPartitions]], [[TaskSlots]]), of the hot-key splits
+   * and of the merge of heavy partial states, in this order.
    */
   val skewSettings: Seq[String] = Seq(
     SkewAggConf.SKEW_FACTOR,
@@ -28,7 +28,8 @@ object GenerateConfigDocs {
     SkewAggConf.WINDOW_SPLIT_MAX_SPLITS,
     SkewAggConf.LOCAL_AGGREGATE_CAPACITY,
     SkewAggConf.LOCAL_AGGREGATE_MIN_MERGE_REDUCTION,
-    SkewAggConf.WINDOW_SPLIT_SAMPLE_FRACTION).map(_.key)
+    SkewAggConf.WINDOW_SPLIT_SAMPLE_FRACTION,
+    SkewAggConf.PARTIAL_STATES_MIN_STATE_SIZE).map(_.key)
 
   /** `{"key": "default", ...}` of [[skewSettings]], one key a line. */
   def renderSkewSettings(): String = {

@@ -9,7 +9,8 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 import org.apache.spark.sql.skewagg.singlekey.HotKeySplitAggregateExec
 import org.apache.spark.sql.skewagg.skewsplit.{
-  SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate, SplitSkewedShuffleBelowAggregate
+  SplitMergeOfPartialStates, SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate,
+  SplitSkewedShuffleBelowAggregate
 }
 import org.apache.spark.sql.skewagg.window.HotKeySplitWindowExec
 
@@ -146,6 +147,17 @@ class ManyShufflePartitionsSuite extends SkewAggSuiteBase with SpreadOverBuilds 
         assert(split.size == 1, d.plan(on = true, adaptive))
         assert(split.head.decision.contains("5 hot keys split by order"), split.head.decision)
       }
+    }
+  }
+
+  test("4 keys' heavy partial states: merged in two levels, block sizes averaged or not") {
+    // A map task's blocks are its 4 keys' sketches, alike: their average is their size.
+    val query = (s: SparkSession) =>
+      s.range(0, 40000, 1, 40).groupBy((col("id") % 4).as("k"))
+        .agg(expr("percentile_approx(id, array(0.1, 0.5), 100000)").as("p"))
+    withFactor(None) {
+      val d = differential(query, manyPartitions: _*)
+      assert(rewrittenBy(SplitMergeOfPartialStates.Rewrite)(d.plan(on = true, adaptive = true)))
     }
   }
 

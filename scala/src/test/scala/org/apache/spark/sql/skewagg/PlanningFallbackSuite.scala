@@ -59,6 +59,7 @@ class PlanningFallbackSuite extends SkewAggSuiteBase with SpreadOverBuilds with 
     "SplitSkewedShuffleBelowAggregate" -> true,
     "SplitSkewedJoinBelowAggregate" -> true,
     "SplitSkewedBucketsBelowAggregate" -> false,
+    "SplitMergeOfPartialStates" -> true,
     "SplitSkewedWindow" -> false,
     "CoalescePartialResultExchanges" -> true,
     "DropUnneededMergeAfterShuffle" -> true,

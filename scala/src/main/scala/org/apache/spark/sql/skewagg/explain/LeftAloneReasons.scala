@@ -9,8 +9,9 @@ import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
-  FusedAggregates, PartialAggregates, PlanNodes, SkewAggAggregateExec, SkewAggConf, SkewAggDecision,
-  RecordedDecisions, SkewAggHints, SkewAggLocalStageExec, SkewedPartitions, TaskSlots
+  FusedAggregates, PartialAggregates, PartialStateMerge, PlanNodes, SkewAggAggregateExec,
+  SkewAggConf, SkewAggDecision, RecordedDecisions, SkewAggHints, SkewAggLocalStageExec,
+  SkewedPartitions
 }
 import org.apache.spark.sql.skewagg.SkewAggDecision.{NotSkewed, Pending, Refused, SkewedNoMatch}
 import org.apache.spark.sql.skewagg.SkewAggDecision.Refused.EveryRewrite
@@ -163,11 +164,10 @@ object LeftAloneReasons {
   /**
    * Why an aggregate whose partial half reads no shuffle is left alone: Spark aggregates each
    * task's rows before its exchange of partial results, so a hot key's rows are combined per
-   * task. What the final half merges is then one partial state per map task and key; where
-   * those states are heavy (at least [[HeavyState]] on average: sketches, collected lists) and
-   * the exchange holds a partition above the per-slot share ([[SkewedPartitions.bySlotShare]]),
-   * that merge is the hot task, and the reason says so. Under adaptive execution before that
-   * exchange ran: pending.
+   * task. What the final half merges is then one partial state per map task and key
+   * ([[PartialStateMerge]]); where those states are heavy and a partition of them is above the
+   * per-slot share, that merge is the hot task: the rule that splits it recorded what it did or
+   * why not. Under adaptive execution before that exchange ran: pending.
    */
   private def mergeOfPartialStates(
       agg: SparkPlan,
@@ -183,35 +183,18 @@ object LeftAloneReasons {
       .map(PartialAggregates.inputBelow)
     exchange match {
       case Some(s: ShuffleQueryStageExec) if s.isMaterialized && s.mapStats.isDefined =>
-        val sizes = s.mapStats.get.bytesByPartitionId
-        val states = s.getRuntimeStatistics.rowCount.getOrElse(BigInt(0))
-        val perState = if (states > 0) (BigInt(sizes.sum) / states).toLong else 0L
-        val skew = SkewedPartitions.bySlotShare(sizes, conf, TaskSlots.of(conf, sizes.length))
-        val hot = if (perState < HeavyState) None else skew.skewed.sortBy(-_._2).headOption
-        Some(hot.fold[SkewAggDecision](combined) {
-          case (id, size) =>
-            val more = if (skew.skewed.size > 1) s" (and ${skew.skewed.size - 1} more)" else ""
-            Refused(
-              "Spark's own plan aggregates each task's rows before the shuffle, and the final " +
-                s"merge reads one partial state per map task and key: partition $id holds " +
-                f"${skew.format(size)} of the states of ${s.shuffle.numMappers}%,d map tasks " +
-                s"(${skew.format(perState)} a state), " +
-                f"${size.toDouble / skew.slotShare}%.0fx the per-slot share " +
-                s"${skew.format(skew.slotShare)} on ${skew.slots} task slots$more, merged in one " +
-                "task: skewagg does not split a merge of partial states.",
-              EveryRewrite)
-        })
+        PartialStateMerge.of(s, conf).filter(_.isHot(conf)).fold[Option[SkewAggDecision]](
+          Some(combined)) { merge =>
+          Some(SkewedNoMatch(
+            "Spark's own plan aggregates each task's rows before the shuffle, and the final " +
+              s"merge reads one partial state per map task and key: ${merge.describe}, merged " +
+              "in one task"))
+        }
       case Some(e) if adaptive && isShuffle(e) =>
         Some(Pending("the sizes of the exchange of partial results"))
       case _ => Some(combined)
     }
   }
-
-  /**
-   * The average bytes of a partial state from which its merge, not the rows before it, is the
-   * work the explanation names (a sum's state is tens of bytes; a sketch's, kilobytes).
-   */
-  val HeavyState: Long = 1024L
 
   private def isShuffle(plan: SparkPlan): Boolean = plan match {
     case _: ShuffleExchangeLike | _: ShuffleQueryStageExec => true

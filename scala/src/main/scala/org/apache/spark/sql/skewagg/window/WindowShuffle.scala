@@ -1,9 +1,10 @@
 package org.apache.spark.sql.skewagg.window
 
-import org.apache.spark.{MapOutputStatistics, MapOutputTrackerMaster, SparkEnv}
+import org.apache.spark.MapOutputStatistics
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.{ReusedExchangeExec, ShuffleExchangeLike}
+import org.apache.spark.sql.skewagg.MapOutputSizes
 import org.apache.spark.sql.skewagg.hotkey.HotKeySplitSteps
 
 /**
@@ -18,13 +19,7 @@ private[window] sealed trait WindowShuffle {
 
   /** [[statistics]] with each reducer's sizes by map output, read from Spark's tracker. */
   def sizes: Option[WindowShuffleSizes] = statistics.map { stats =>
-    val tracker = SparkEnv.get.mapOutputTracker.asInstanceOf[MapOutputTrackerMaster]
-    WindowShuffleSizes(
-      stats.bytesByPartitionId,
-      reducer =>
-        tracker.shuffleStatuses(stats.shuffleId).withMapStatuses(_.map { status =>
-          if (status == null) -1L else status.getSizeForBlock(reducer)
-        }))
+    WindowShuffleSizes(stats.bytesByPartitionId, MapOutputSizes.of(stats.shuffleId, _))
   }
 
   /** How Spark reads the shuffle: its read's specs, or one spec per reducer. */

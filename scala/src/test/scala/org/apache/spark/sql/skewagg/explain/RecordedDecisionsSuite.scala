@@ -170,7 +170,7 @@ class RecordedDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     }
   }
 
-  test("a few keys whose partial states are heavy to merge: the merge named, not 'nothing'") {
+  test("a few keys whose partial states are heavy to merge: merged in two levels, not 'nothing'") {
     // 4 keys, 40 map tasks, a sketch per key and task: the final merge reads 40 states per key.
     val heavy = base ++ Seq(
       SkewAggConf.SKEW_TASK_SLOTS.key -> "64",
@@ -179,14 +179,18 @@ class RecordedDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       val sketches = spark.range(0, 40000, 1, 40)
         .groupBy((col("id") % 4).as("k")).agg(percentile_approx(col("id"), lit(0.5), lit(10000)))
       val text = explainAfterRun(sketches)
-      info(text)
       assert(
-        text.matches("(?s).*the final merge reads one partial state per map task and key: " +
-          "partition \\d+ holds .* of the states of 40 map tasks \\(.* a state\\), \\d+x the " +
-          "per-slot share .* " +
-          "on 64 task slots.*, merged in one task: skewagg does not split a merge of partial " +
-          "states\\..*"),
+        text.matches("(?s).*heavy partial states merged in two levels: the final merge reads one " +
+          "partial state per map task and key, partition \\d+ holds .* of the states of 40 map " +
+          "tasks \\(.* a state\\), \\d+x the per-slot share .* on 64 task slots.*"),
         text)
+      assert(!text.contains("nothing to split"), text)
+    }
+    // Switched off: the merge named with the setting.
+    withSQLConf(heavy :+ (SkewAggConf.PARTIAL_STATES_SPLIT_ENABLED.key -> "false"): _*) {
+      val text = explainAfterRun(spark.range(0, 40000, 1, 40)
+        .groupBy((col("id") % 4).as("k")).agg(percentile_approx(col("id"), lit(0.5), lit(10000))))
+      assert(text.contains(SkewAggConf.PARTIAL_STATES_SPLIT_ENABLED.key + "=false"), text)
       assert(!text.contains("nothing to split"), text)
     }
     // The same keys' sums: states of a few bytes; nothing to split.

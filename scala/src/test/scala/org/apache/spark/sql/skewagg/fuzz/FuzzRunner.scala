@@ -14,7 +14,8 @@ import org.apache.spark.sql.skewagg.{
 import org.apache.spark.sql.skewagg.{SharedSkewAggSession, SkewAggConf}
 import org.apache.spark.sql.skewagg.localagg.PartialAggregateBeforeRepartition
 import org.apache.spark.sql.skewagg.skewsplit.{
-  SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate, SplitSkewedShuffleBelowAggregate
+  SplitMergeOfPartialStates, SplitSkewedBucketsBelowAggregate, SplitSkewedJoinBelowAggregate,
+  SplitSkewedShuffleBelowAggregate
 }
 
 /**
@@ -199,6 +200,7 @@ object FuzzRunner {
     "SplitSkewedJoinBelowAggregate" -> SplitSkewedJoinBelowAggregate.Rewrite,
     "SplitSkewedShuffleBelowAggregate" -> SplitSkewedShuffleBelowAggregate.Rewrite,
     "SplitSkewedBucketsBelowAggregate" -> SplitSkewedBucketsBelowAggregate.Rewrite,
+    "SplitMergeOfPartialStates" -> SplitMergeOfPartialStates.Rewrite,
     "PlanHolisticAggregatesSortBased" -> "SingleKeyAggregate",
     "PlanHolisticAggregatesSortBased" -> "HotKeySplitAggregate",
     "SplitSkewedWindow" -> "HotKeySplitWindow")
