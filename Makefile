@@ -109,7 +109,7 @@ bench: setup ## benchmark suite (20M rows ~70 min with the window scenarios, the
 	$(WITH_JDK17) $(PY) benchmarks/bench.py $(BENCH_ARGS)
 	$(WITH_JDK17) $(PY) benchmarks/bench.py --scenarios percentile,collect-list,high-cardinality --rows 10000000 $(BENCH_HOLISTIC_ARGS)
 	$(WITH_JDK17) $(PY) benchmarks/bench.py --scenarios window-global,window-few-keys,window-moving,window-global-two-tasks $(BENCH_WINDOW_ARGS)
-	$(WITH_JDK17) $(PY) benchmarks/bench.py --scenarios few-keys,few-keys-collect-set $(BENCH_FEW_KEYS_ARGS)
+	$(WITH_JDK17) $(PY) benchmarks/bench.py --scenarios few-keys,few-keys-collect-set,few-keys-collect-list $(BENCH_FEW_KEYS_ARGS)
 
 bench-default: setup ## skewagg's default plan against vanilla and against vanilla's own plan again (a control) in every local-global scenario, the order rotating (20M rows, 4 repeats: 58 min on 2 cores with two variants on 2026-11-27; the control adds half as many runs again)
 	$(WITH_JDK17) $(PY) benchmarks/bench.py --default-plan --repeats 4 $(BENCH_ARGS)

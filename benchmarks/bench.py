@@ -38,11 +38,12 @@ execution memory, disk spill and the executor JVM's peak heap, and go to their o
 docs/benchmarks.md.
 
 The few-keys scenarios (issue 68, fewer keys than slots; `--scenarios
-few-keys,few-keys-collect-set`) aggregate a table read in 2000 map tasks (at 20M rows) by
-`id % 4`: percentile_approx of 6 columns at 99 percentiles, and collect_set of a column of 5,000
-values; vanilla runs each key's final merge of the 2000 partial buffers in one task. They compare
-vanilla, the A/A control, skewagg and skewagg@64, check the rows themselves (percentiles within
-percentile_approx's accuracy of vanilla's, equal sets) and go to their own section.
+few-keys,few-keys-collect-set,few-keys-collect-list`) aggregate a table read in 2000 map tasks
+(at 20M rows) by `id % 4`: percentile_approx of 6 columns at 99 percentiles, and collect_set and
+collect_list of a column of 5,000 values; vanilla runs each key's final merge of the 2000
+partial buffers in one task. They compare vanilla, the A/A control, skewagg and skewagg@64, check
+the rows themselves (percentiles within percentile_approx's accuracy of vanilla's, equal sets,
+each list's size, sum and sum of squares) and go to their own section.
 
 Per run it records wall time and, from every task of the query, the hot stage's longest and
 median task and the simulated makespan on 64 and 512 slots (tasks list-scheduled; see
@@ -94,7 +95,7 @@ HOLISTIC = ("percentile", "collect-list", "high-cardinality")
 ONE_TASK = ("window-global", "window-few-keys", "window-moving", "window-global-two-tasks")
 # Aggregates over fewer keys than slots (issue 68): 4 keys, every map task holding all of them, so
 # vanilla merges each key's partial buffers from every map task in one task.
-FEW_KEYS = ("few-keys", "few-keys-collect-set")
+FEW_KEYS = ("few-keys", "few-keys-collect-set", "few-keys-collect-list")
 SECTIONS = {"holistic": HOLISTIC, "window-one-task": ONE_TASK, "few-keys": FEW_KEYS}
 # The data sets a scenario runs on, when not SKEWED and UNIFORM.
 SCENARIO_DATA = {"high-cardinality": ["highcard"],
@@ -569,6 +570,14 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
     def few_keys_collect_set() -> DataFrame:
         return fact.groupBy((F.col("id") % 4).alias("k")).agg(F.collect_set("c").alias("s"))
 
+    def few_keys_collect_list() -> DataFrame:
+        # Each key's list (5M values at 20M rows) checked as a multiset: its size, sum and sum
+        # of squares, computed in the same stage as the final merge.
+        listed = fact.groupBy((F.col("id") % 4).alias("k")).agg(F.collect_list("c").alias("l"))
+        return listed.select("k", F.size("l").alias("n"),
+                             F.expr("aggregate(l, 0L, (a, x) -> a + x)").alias("sum"),
+                             F.expr("aggregate(l, 0L, (a, x) -> a + x * x)").alias("squares"))
+
     def demo_join() -> DataFrame:
         demo_fact, demo_dim = demo.tables(fact.sparkSession)
         return demo_fact.join(demo_dim, "k").groupBy("k").agg(F.sum("v").alias("s"))
@@ -622,6 +631,8 @@ def scenario_queries(fact: DataFrame, dim: DataFrame, bucketed: DataFrame,
                      "difference": percentile_difference},
         "few-keys-collect-set": {"query": few_keys_collect_set, "variants": few_keys,
                                  "result": collected_rows, "same": same_sets},
+        "few-keys-collect-list": {"query": few_keys_collect_list, "variants": few_keys,
+                                  "result": collected_rows, "same": lambda a, b: a == b},
     }
 
 
@@ -967,13 +978,15 @@ def render_few_keys(report: dict) -> str:
         "by `id % 4` (every map task holds all 4 keys, so vanilla merges each key's partial "
         "buffers of every map task in one task): few-keys, `percentile_approx` of x0..x5 at "
         "the 99 percentiles 0.01..0.99 (accuracy "
-        f"{FEW_KEYS_ACCURACY:,}); few-keys-collect-set, `collect_set(c)`. Checked on the rows: "
+        f"{FEW_KEYS_ACCURACY:,}); few-keys-collect-set, `collect_set(c)`; few-keys-collect-list, "
+        "`collect_list(c)`, each list's size, sum and sum of squares. Checked on the rows: "
         "vanilla's first run is the reference; every run's percentiles are within "
         f"{few_keys_bound(report['rows']):g} of it at each key, column and percentile "
         "(2 x (range / accuracy + 1): each approximation's rank is within rows / accuracy of "
         "the exact percentile's, which in these values is range / accuracy, plus one where it "
         "crosses into the next value; a plan merging the sketches in another order may differ "
-        "from vanilla's by that in the last ranks), its sets equal. largest difference: the "
+        "from vanilla's by that in the last ranks), its sets and list sums equal. largest "
+        "difference: the "
         "largest difference from vanilla's first run in any run of the variant. vanilla-again "
         "is vanilla once more (the A/A control: what "
         "identical plans measure apart in this run); vs control: the ratio of the median wall "

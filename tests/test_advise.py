@@ -390,7 +390,8 @@ def test_a_window_split_that_would_not_pay_is_not_advised() -> None:
 def test_heavy_partial_states_of_a_few_keys_are_advised_merged_in_two_levels() -> None:
     """The rules' SplitMergeOfPartialStates: 4 keys' sketches from 2000 map tasks (128 KiB a
     state) in 200 partitions on 64 slots are merged in two levels; from 8 map tasks they are left
-    alone (two levels would not pay); a sum's states of a few bytes: nothing to split."""
+    alone (two levels would not pay); a sum's states of a few bytes: nothing to split; lists
+    collected: left alone (their final merge reads every value)."""
     from skewagg.advisor.decision import Measures, decide
     from skewagg.advisor.eventlog import PlanNode
     from skewagg.advisor.skew_rule import RowsMeasure, SkewSettings, find_by_slot_share, find_skewed
@@ -424,6 +425,10 @@ def test_heavy_partial_states_of_a_few_keys_are_advised_merged_in_two_levels() -
                                     "two levels pays from 16.") in few.text, few.text
     sums = decided(16_000_000, 2000)
     assert sums.rewrite is None and "there is nothing to split" in sums.text, sums.text
+    plan.top = PlanNode("ObjectHashAggregate", desc.replace("percentile_approx", "collect_list"),
+                        {}, {})
+    lists = decided(2000, 2000)
+    assert lists.rewrite is None and "but collect_list's merge keeps every value" in lists.text
 
 
 def test_a_window_without_partition_by_is_one_task_split_by_its_order(tmp_path: Path) -> None:

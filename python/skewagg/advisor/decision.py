@@ -96,17 +96,21 @@ class Decision:
 # The fewest states a skewed partition's merge reads (map tasks that wrote to it) from which
 # SplitMergeOfPartialStates merges them in two levels (its MinStates).
 MIN_STATES = 16
+# Functions whose merged state concatenates its inputs' (the rule's Collect but sets and top-K):
+# their final merge reads every value however the states were merged before.
+CONCATENATING = ("collect_list", "array_agg", "listagg", "string_agg")
 
 
 def _merge_of_states(sizes: Sequence[int], rows: Sequence[int], s: SkewSettings, slots: int,
-                     map_tasks: int) -> Optional[Decision]:
+                     map_tasks: int, functions: Sequence[str]) -> Optional[Decision]:
     """The rules' SplitMergeOfPartialStates on the final half of Spark's aggregate, whose stage
     read ``sizes`` bytes and ``rows`` partial states per task: where the states average at least
     ``spark.skewagg.partialStates.split.minStateSize`` and a partition is above the per-slot
     share, its states are read in pieces of about sqrt(n) of n states (at least the per-slot
     share), each merged in its own task, then once more per key. A log has no sizes per map
     output: every map task is taken as writing a state to each skewed partition. None where the
-    states are light or no partition stands above the share (Spark's plan)."""
+    states are light or no partition stands above the share (Spark's plan); left alone where a
+    function's merge concatenates its states (``functions``: the aggregate's, by name)."""
     states = sum(rows)
     per_state = sum(sizes) // states if states else 0
     found = find_by_slot_share(sizes, s, slots)
@@ -118,6 +122,12 @@ def _merge_of_states(sizes: Sequence[int], rows: Sequence[int], s: SkewSettings,
              f"tasks ({format_bytes(per_state)} a state), {size / max(found.slot_share, 1):.0f}x "
              f"the per-slot share {format_bytes(found.slot_share)} on {found.slots} task slots"
              f"{more}")
+    joined = [f for f in functions if function_name(f) in CONCATENATING]
+    if joined:
+        return Decision(None, f"left alone: the final merge reads heavy partial states ({holds}), "
+                         f"but {function_name(joined[0])}'s merge keeps every value its states "
+                         "hold: merged in pieces first, the final merge still reads them all, "
+                         "and the pieces' stage is added work.")
     if map_tasks < MIN_STATES:
         return Decision(None, f"left alone: the final merge reads heavy partial states ({holds}), "
                          f"but at most {map_tasks} map tasks wrote to a skewed partition: a merge "
@@ -295,7 +305,8 @@ def decide(plan: StagePlan, sizes: List[int], rows: List[int], found: SkewFound,
                        ", HotKeySplitAggregate)", s.single_key_min_rows,
                        SINGLE_KEY_MIN_ROWS_KEY, 256, False)
     if kind == "aggregate":
-        heavy = _merge_of_states(sizes, rows, s, found.slots, map_tasks)
+        heavy = _merge_of_states(sizes, rows, s, found.slots, map_tasks,
+                                 aggregate_functions(plan.top.desc if plan.top else ""))
         if heavy is not None:
             return heavy
         return Decision(None, "left alone: Spark's own plan already aggregates each task's rows "

@@ -310,10 +310,11 @@ object SkewAggConf {
       .doc("Adaptive execution only: where the final half of Spark's own aggregate merges heavy " +
         "partial states (sketches, collected lists: see " +
         "spark.skewagg.partialStates.split.minStateSize) and a partition of their exchange is " +
-        "skewed against the per-slot share (a few keys), read that partition's map outputs in " +
-        "pieces of about the per-slot share, merge each piece's states in its own task, " +
-        "exchange the merged states on the grouping keys and merge them once more: the final " +
-        "merge of a key reads one state per piece instead of one per map task.")
+        "skewed against the per-slot share (a few keys), read that partition's n map outputs " +
+        "in pieces of about sqrt(n) of them (at least the per-slot share), merge each piece's " +
+        "states in its own task, exchange the merged states on the grouping keys and merge " +
+        "them once more: the final merge of a key reads one state per piece instead of one " +
+        "per map task. From 16 map tasks writing to the partition; Spark's plan below.")
       .version("0.1.0")
       .trueOrFalse
       .createWithDefault(true))

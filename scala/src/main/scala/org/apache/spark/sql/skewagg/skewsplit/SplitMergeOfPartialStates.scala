@@ -1,7 +1,7 @@
 package org.apache.spark.sql.skewagg.skewsplit
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.aggregate.Final
+import org.apache.spark.sql.catalyst.expressions.aggregate.{Collect, CollectSet, CollectTopK, Final}
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
@@ -34,13 +34,15 @@ import org.apache.spark.sql.skewagg.skewsplit.SplitMergeOfPartialStates.{MinStat
  * piece and key. The other partitions are read whole by the final aggregate as before
  * ([[SkewedPartitionsApart]]). The final aggregate merges the states in another order than
  * Spark's shuffle delivers them: an order-dependent state (`percentile_approx`'s sketch,
- * `collect_list`) gives a result Spark could return (docs/rewrites.md).
+ * a union of HLL sketches) gives a result Spark could return (docs/rewrites.md).
  *
  * Refuses when skewagg or `spark.skewagg.partialStates.split.enabled` is off, the aggregate has
  * the NO_SKEW_AGG hint, the states are lighter than
  * `spark.skewagg.partialStates.split.minStateSize` (a cheap merge: Spark's plan), no partition is
- * above the per-slot share, fewer than [[SplitMergeOfPartialStates.MinStates]] map tasks wrote
- * to each skewed partition (two levels would not pay), or the plan above needs
+ * above the per-slot share, a function whose merge concatenates its states (`collect_list`:
+ * the final merge reads every value however merged before), fewer than
+ * [[SplitMergeOfPartialStates.MinStates]] map tasks wrote to each skewed partition (two levels
+ * would not pay), or the plan above needs
  * the aggregate's output partitioned as Spark's exchange left it (a join in the same stage).
  */
 case class SplitMergeOfPartialStates(session: SparkSession) extends Rule[SparkPlan] {
@@ -61,7 +63,17 @@ case class SplitMergeOfPartialStates(session: SparkSession) extends Rule[SparkPl
       return plan
     }
     hot.foldLeft(plan) { case (current, (fin, merge)) =>
-      pieces(fin, merge).fold(current) { piecesOfFin =>
+      concatenated(fin).foreach { function =>
+        RecordedDecisions.record(
+          fin,
+          Refused(
+            s"the final merge reads heavy partial states (${merge.describe}), but $function's " +
+              "merge keeps every value its states hold: merged in pieces first, the final " +
+              "merge still reads them all, and the pieces' stage is added work.",
+            Rewrite))
+      }
+      if (concatenated(fin).nonEmpty) current
+      else pieces(fin, merge).fold(current) { piecesOfFin =>
         val rewritten = CheapExchanges.withCheapExchanges(current, minAdded = 1)(
           _.transformDown { case p if p eq fin => apart(fin, piecesOfFin) })
         if (rewritten eq current) {
@@ -90,6 +102,17 @@ case class SplitMergeOfPartialStates(session: SparkSession) extends Rule[SparkPl
           hashesOnGroupingKeys(fin, s) => PartialStateMerge.of(s, conf)
     case _ => None
   }
+
+  /**
+   * The first function of `fin` whose merged state is the concatenation of its inputs'
+   * (`collect_list`, `listagg`): its final merge does the same work however the states were
+   * merged before it. A set, a top-K or a sketch merges into a bounded state.
+   */
+  private def concatenated(fin: BaseAggregateExec): Option[String] =
+    fin.aggregateExpressions.map(_.aggregateFunction).collectFirst {
+      case c: Collect[_] if !c.isInstanceOf[CollectSet] && !c.isInstanceOf[CollectTopK] =>
+        c.prettyName
+    }
 
   private def isSparksFinal(fin: BaseAggregateExec): Boolean =
     fin.groupingExpressions.nonEmpty && fin.aggregateExpressions.nonEmpty &&

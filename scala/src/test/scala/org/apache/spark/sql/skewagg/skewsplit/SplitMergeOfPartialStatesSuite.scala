@@ -77,13 +77,17 @@ class SplitMergeOfPartialStatesSuite extends SkewAggSuiteBase with SpreadOverBui
     assert(shape(d.plan(on = true, adaptive = true)) == shape(d.plan(on = false, adaptive = true)))
   }
 
-  test("collected lists and sets, high-precision approx_count_distinct: merged in two levels") {
+  test("collected sets, high-precision approx_count_distinct: merged in two levels") {
     assertMergedInTwoLevels(run(s =>
-      events(s, keys = 4).groupBy("k").agg(
-        sort_array(collect_list("x")),
-        sort_array(collect_set("x")),
-        expr("approx_count_distinct(x, 0.01)"),
-        sum("d"))))
+      events(s, keys = 4).groupBy("k")
+        .agg(sort_array(collect_set("x")), expr("approx_count_distinct(x, 0.01)"), sum("d"))))
+  }
+
+  test("collected lists: the final merge reads every value however merged, refused") {
+    val d = run(s => events(s, keys = 4).groupBy("k").agg(sort_array(collect_list("x")), sum("d")))
+    assert(markers(d).isEmpty, d.plan(on = true, adaptive = true))
+    val text = SkewAggExplain.explain(d.plan(on = true, adaptive = true))
+    assert(text.contains("but collect_list's merge keeps every value its states hold"), text)
   }
 
   test("HLL sketches: merged in two levels, each estimate within the sketch's accuracy") {
@@ -98,6 +102,33 @@ class SplitMergeOfPartialStatesSuite extends SkewAggSuiteBase with SpreadOverBui
       assert(markers(Differential(Nil, Map((true, true) -> executedPlan(df)))).size == 1)
       // lgK 12: a relative standard error of 1.6%; 5% is three of them.
       assert(estimates.length == 4 && estimates.forall(e => math.abs(e - 3001) <= 150), estimates)
+    }
+  }
+
+  test("theta and KLL sketches, on the lines that have them: merged in two levels", EveryBuild) {
+    assume(
+      Seq("theta_sketch_agg", "kll_sketch_agg_bigint").forall(spark.catalog.functionExists),
+      "Spark 4.1 added these sketches")
+    // A theta sketch of fewer than 4096 distinct values is exact: any merge order gives Spark's
+    // count.
+    assertMergedInTwoLevels(run(s =>
+      events(s, keys = 4).groupBy("k")
+        .agg(expr("theta_sketch_estimate(theta_sketch_agg(x))").as("t"))))
+    // A KLL sketch compacts at random, in Spark's plan too: its median (x is about uniform over
+    // 0 until 3001 in every key) within the sketch's rank error, under 2% at its default k. Its
+    // states of 250 values are compact (under 1 KiB): the threshold lowered for them.
+    val kll = conf ++ Seq(
+      SkewAggConf.ENABLED.key -> "true",
+      adaptiveOn,
+      SkewAggConf.PARTIAL_STATES_MIN_STATE_SIZE.key -> "256")
+    withSQLConf(kll: _*) {
+      val df = events(spark, keys = 4).groupBy("k")
+        .agg(expr("kll_sketch_get_quantile_bigint(kll_sketch_agg_bigint(x), 0.5)").as("m"))
+      val medians = df.collect().map(_.getLong(1))
+      assert(
+        markers(Differential(Nil, Map((true, true) -> executedPlan(df)))).size == 1,
+        SkewAggExplain.explain(executedPlan(df)) + executedPlan(df))
+      assert(medians.length == 4 && medians.forall(m => math.abs(m - 1500) <= 150), medians)
     }
   }
 
