@@ -62,21 +62,27 @@ case class SplitMergeOfPartialStates(session: SparkSession) extends Rule[SparkPl
       }
       return plan
     }
-    hot.foldLeft(plan) { case (current, (fin, merge)) =>
-      concatenated(fin).foreach { function =>
-        RecordedDecisions.record(
-          fin,
-          Refused(
-            s"the final merge reads heavy partial states (${merge.describe}), but $function's " +
-              "merge keeps every value its states hold: merged in pieces first, the final " +
-              "merge still reads them all, and the pieces' stage is added work.",
-            Rewrite))
-      }
-      if (concatenated(fin).nonEmpty) current
-      else pieces(fin, merge).fold(current) { piecesOfFin =>
-        val rewritten = CheapExchanges.withCheapExchanges(current, minAdded = 1)(
+    hot.foldLeft(plan) { case (current, (fin, merge)) => mergedInTwoLevels(current, fin, merge) }
+  }
+
+  /** `plan` with `fin`'s heavy states merged in two levels, or as it was (the reason recorded). */
+  private def mergedInTwoLevels(
+      plan: SparkPlan,
+      fin: BaseAggregateExec,
+      merge: PartialStateMerge): SparkPlan = concatenated(fin) match {
+    case Some(function) =>
+      RecordedDecisions.record(
+        fin,
+        Refused(
+          s"the final merge reads heavy partial states (${merge.describe}), but $function's " +
+            "merge keeps every value its states hold: merged in pieces first, the final " +
+            "merge still reads them all, and the pieces' stage is added work.",
+          Rewrite))
+      plan
+    case None => pieces(fin, merge).fold(plan) { piecesOfFin =>
+        val rewritten = CheapExchanges.withCheapExchanges(plan, minAdded = 1)(
           _.transformDown { case p if p eq fin => apart(fin, piecesOfFin) })
-        if (rewritten eq current) {
+        if (rewritten eq plan) {
           RecordedDecisions.record(
             fin,
             Refused(
@@ -87,7 +93,6 @@ case class SplitMergeOfPartialStates(session: SparkSession) extends Rule[SparkPl
         }
         rewritten
       }
-    }
   }
 
   /**
