@@ -4,10 +4,8 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.aggregate.{Collect, CollectSet, CollectTopK, Final}
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
-import org.apache.spark.sql.execution.adaptive.{
-  AQEShuffleReadExec, ShufflePartitionsUtil, ShuffleQueryStageExec
-}
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.ENSURE_REQUIREMENTS
 import org.apache.spark.sql.skewagg.{
@@ -164,22 +162,14 @@ case class SplitMergeOfPartialStates(session: SparkSession) extends Rule[SparkPl
         merge.skew.slotShare,
         (sizes(i) / math.ceil(math.sqrt(n.toDouble))).toLong).max
     }.max
-    var pieceCount = 0
-    val specs: Seq[ShufflePartitionSpec] = sizes.indices.flatMap { i =>
-      val whole = Seq(CoalescedPartitionSpec(i, i + 1, sizes(i)))
-      if (!skewedIds(i)) whole
-      else ShufflePartitionsUtil.createSkewPartitionSpecs(stats.shuffleId, i, target) match {
-        case Some(split) => pieceCount += split.size; split
-        case None => whole
-      }
-    }
+    val reads = SkewedPartitionReads.of(stats, skewedIds, target)
     // Sixteen map outputs with data always split; kept for a tracker without their sizes.
-    if (pieceCount == 0) return None
-    val read = AQEShuffleReadExec(stage, specs)
+    if (reads.pieces == 0) return None
+    val read = AQEShuffleReadExec(stage, reads.specs)
     val split = merge.skew.skewed.size
     val rewritten = Rewritten(
       s"$Rewrite: the final merge reads one partial state per map task and key, " +
-        s"${merge.describe}; the skewed partitions read in $pieceCount pieces of about " +
+        s"${merge.describe}; the skewed partitions read in ${reads.pieces} pieces of about " +
         s"${merge.skew.format(target)} ($split partition(s)), each merging its states in its own " +
         "task, then one state per piece and key merged once more.",
       Rewrite)

@@ -4,11 +4,9 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.aggregate.PartialMerge
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.plans.physical.HashPartitioning
-import org.apache.spark.sql.execution.{CoalescedPartitionSpec, ShufflePartitionSpec, SparkPlan}
+import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
-import org.apache.spark.sql.execution.adaptive.{
-  AQEShuffleReadExec, ShufflePartitionsUtil, ShuffleQueryStageExec
-}
+import org.apache.spark.sql.execution.adaptive.{AQEShuffleReadExec, ShuffleQueryStageExec}
 import org.apache.spark.sql.execution.exchange.{
   REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeExec
 }
@@ -214,18 +212,9 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
       RecordedDecisions.record(partial, measure.notSkewed("the user's repartition below", conf))
       return None
     }
-    val skewedIds = skew.skewed.map(_._1).toSet
     val target = SkewedPartitions.splitSize(sizes, skew, measure.byteMinSplit)
-    var splits = 0
-    val specs: Seq[ShufflePartitionSpec] = sizes.indices.flatMap { i =>
-      val whole = Seq(CoalescedPartitionSpec(i, i + 1, sizes(i)))
-      if (!skewedIds(i)) whole
-      else ShufflePartitionsUtil.createSkewPartitionSpecs(stats.shuffleId, i, target) match {
-        case Some(pieces) => splits += pieces.size - 1; pieces
-        case None => whole
-      }
-    }
-    if (splits == 0) {
+    val reads = SkewedPartitionReads.of(stats, skew.skewed.map(_._1).toSet, target)
+    if (reads.added == 0) {
       RecordedDecisions.record(
         partial,
         Refused(
@@ -234,7 +223,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
           Rewrite))
       return None
     }
-    val read = AQEShuffleReadExec(stage, specs)
+    val read = AQEShuffleReadExec(stage, reads.specs)
     val splitPartial = reading.getOrElse(partial).transformUp {
       case s: ShuffleQueryStageExec if s eq stage => read
     }
