@@ -89,7 +89,9 @@ def test_skewed_queries_name_the_operator_and_the_rewrite(logs: Dict[str, Path])
 
 
 def test_uniform_data_reports_nothing(logs: Dict[str, Path]) -> None:
-    result = advise([str(logs["uniform"])], task_slots=64, conf=SMALL)
+    # On half as many slots as the log's 16 shuffle partitions: each about half an even share.
+    # (On 64 slots the larger of them pass 5x the per-slot share: fewer keys than slots.)
+    result = advise([str(logs["uniform"])], task_slots=8, conf=SMALL)
     assert len(result.applications) == 1 and not result.errors
     assert result.stages == [], str(result)
     assert "no stage is skewed" in str(result)
@@ -262,7 +264,7 @@ def test_distinct_over_a_hot_key_is_split_in_rows(distinct_logs: Dict[str, Path]
 
 
 def test_distinct_on_uniform_data_reports_nothing(distinct_logs: Dict[str, Path]) -> None:
-    result = advise(str(distinct_logs["uniform"]), task_slots=64, conf=DISTINCT)
+    result = advise(str(distinct_logs["uniform"]), task_slots=8, conf=DISTINCT)  # (as above)
     assert not result.errors and result.stages == [], str(result)
 
 
@@ -358,9 +360,11 @@ def test_a_window_split_that_would_not_pay_is_not_advised() -> None:
     """The rules' cost test (WindowSplitCost): one task of 512 MiB on 64 slots is split when 200
     map tasks wrote it (pieces of one map output each), not when 2 did (each piece, sampled and
     routed, as long as half of Spark's one task)."""
+    from dataclasses import replace
+
     from skewagg.advisor.decision import Decision, Measures, decide
     from skewagg.advisor.eventlog import PlanNode
-    from skewagg.advisor.skew_rule import RowsMeasure, SkewSettings, find_by_slot_share
+    from skewagg.advisor.skew_rule import RowsMeasure, SkewSettings, find_skewed
     from skewagg.advisor.stage_plans import StagePlan
 
     desc = ("Window [row_number() windowspecdefinition(ts#1L ASC NULLS FIRST, "
@@ -369,8 +373,9 @@ def test_a_window_split_that_would_not_pay_is_not_advised() -> None:
     plan = StagePlan(PlanNode("Window", desc, {}, {}), "Window", [], kind="window")
     settings = SkewSettings.of({"spark.skewagg.window.split.minKeyRows": "1000"})
     sizes, rows = [512 << 20], [4_000_000]
-    found = find_by_slot_share(sizes, settings, 64)
-    bare = find_by_slot_share(sizes, settings, 64, floor=0)
+    # (a stage of one task: advise() marks it so)
+    found = replace(find_skewed(sizes, settings, 64), whole_stage=True)
+    bare = replace(find_skewed(sizes, settings, 64, floor=0), whole_stage=True)
 
     def decided(map_tasks: int) -> Decision:
         return decide(plan, sizes, rows, found, bare, settings, map_tasks, "the window's shuffle",
@@ -394,7 +399,7 @@ def test_heavy_partial_states_of_a_few_keys_are_advised_merged_in_two_levels() -
     collected: left alone (their final merge reads every value)."""
     from skewagg.advisor.decision import Measures, decide
     from skewagg.advisor.eventlog import PlanNode
-    from skewagg.advisor.skew_rule import RowsMeasure, SkewSettings, find_by_slot_share, find_skewed
+    from skewagg.advisor.skew_rule import RowsMeasure, SkewSettings, find_skewed
     from skewagg.advisor.stage_plans import StagePlan
 
     desc = "ObjectHashAggregate(keys=[k#1L], functions=[percentile_approx(x#2L, 0.5, 10000)])"
@@ -407,7 +412,7 @@ def test_heavy_partial_states_of_a_few_keys_are_advised_merged_in_two_levels() -
         rows = [states_per_partition if size else 0 for size in sizes]
         found = find_skewed(sizes, settings, 64)
         bare = find_skewed(sizes, settings, 64, floor=0)
-        measure = RowsMeasure(sizes, sizes, sizes, find_by_slot_share(sizes, settings, 64),
+        measure = RowsMeasure(sizes, sizes, sizes, find_skewed(sizes, settings, 64),
                               settings.floor, settings.min_split)
         return decide(plan, sizes, rows, found, bare, settings, map_tasks, "the shuffle",
                       Measures(measure))

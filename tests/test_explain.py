@@ -81,7 +81,8 @@ def test_refusals_name_their_reason_and_numbers(spark: SparkSession) -> None:
     uniform = fact(spark, skewed=False).join(dim(spark), "k").groupBy("k").agg(F.sum("v"))
     text = skewagg.explain_text(uniform, run=True)
     assert "not skewed: in the join's input shuffles below, the largest partition" in text
-    assert "not more than 5.0x the median (spark.skewagg.skew.factor)" in text
+    assert "not more than 5.0x the per-slot share" in text
+    assert "on 64 task slots (spark.skewagg.skew.taskSlots)" in text
     hinted = fact(spark, skewed=True).join(dim(spark), "k").groupBy("k").agg(F.sum("v")) \
         .hint("no_skew_agg")
     assert "left alone: hint NO_SKEW_AGG." in skewagg.explain_text(hinted, run=True)

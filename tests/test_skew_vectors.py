@@ -14,10 +14,9 @@ import pytest
 from skewagg.advisor.skew_rule import (
     SkewSettings,
     default_settings,
-    find_by_slot_share,
     find_skewed,
     measure_rows,
-    split_size,
+    piece_size,
 )
 from skewagg.advisor.window_cost import window_split_cost
 from skewagg.errors import SkewAggError
@@ -26,7 +25,6 @@ VECTORS = json.loads((Path(__file__).resolve().parent / "data" / "skew_test_vect
                      .read_text())
 CASES = VECTORS["cases"]
 ROWS_CASES = VECTORS["rowsCases"]
-SLOT_SHARE_CASES = VECTORS["slotShareCases"]
 WINDOW_COST_CASES = VECTORS["windowSplitCostCases"]
 
 
@@ -37,15 +35,7 @@ def test_shared_case(case: dict) -> None:
     assert [i for i, _ in found.skewed] == case["skewed"]
     assert found.median == case["median"]
     assert found.threshold == case["threshold"]
-    assert split_size(case["sizes"], found, settings) == case["splitSize"]
-
-
-@pytest.mark.parametrize("case", SLOT_SHARE_CASES, ids=[c["name"] for c in SLOT_SHARE_CASES])
-def test_shared_slot_share_case(case: dict) -> None:
-    found = find_by_slot_share(case["sizes"], SkewSettings.of(case["conf"]), case["slots"])
-    assert [i for i, _ in found.skewed] == case["skewed"]
-    assert found.median == case["median"]
-    assert found.threshold == case["threshold"]
+    assert piece_size(case["sizes"], found, settings) == case["pieceSize"]
 
 
 @pytest.mark.parametrize("case", ROWS_CASES, ids=[c["name"] for c in ROWS_CASES])
@@ -57,13 +47,13 @@ def test_shared_rows_case(case: dict) -> None:
     assert measured.found.median == case["median"]
     assert measured.found.threshold == case["threshold"]
     assert measured.in_rows == (case["records"] > 0)
-    assert measured.split_size(settings) == case["splitSize"]
+    assert measured.split_size(settings) == case["pieceSize"]
 
 
 @pytest.mark.parametrize("case", WINDOW_COST_CASES, ids=[c["name"] for c in WINDOW_COST_CASES])
 def test_shared_window_split_cost_case(case: dict) -> None:
     settings = SkewSettings.of(case["conf"])
-    found = find_by_slot_share(case["sizes"], settings, case["slots"])
+    found = find_skewed(case["sizes"], settings, case["slots"])
     assert [i for i, _ in found.skewed] == case["skewed"]
     cost = window_split_cost(case["sizes"], found, settings, case["maps"], case["global"])
     assert cost.pays == case["pays"]
@@ -73,7 +63,7 @@ def test_shared_window_split_cost_case(case: dict) -> None:
 
 
 def test_cases_cover_both_outcomes() -> None:
-    for cases in (CASES, ROWS_CASES, SLOT_SHARE_CASES):
+    for cases in (CASES, ROWS_CASES):
         assert any(c["skewed"] for c in cases) and any(not c["skewed"] for c in cases)
     assert any(c["pays"] for c in WINDOW_COST_CASES)
     assert any(not c["pays"] for c in WINDOW_COST_CASES)

@@ -3,9 +3,9 @@
 ``skewagg.analyze(df, ["customer_id"])`` counts rows per key, finds the heaviest keys, places
 every row in the partition Spark's hash shuffle on those keys would send it to (the expression
 ``pmod(hash(keys...), spark.sql.shuffle.partitions)`` that Spark's ``HashPartitioning`` uses),
-and applies skewagg's skew test (``spark.skewagg.skew.factor`` x the median partition and more
-than ``spark.skewagg.skew.minPartitionSize``) to the estimated partition sizes. It runs three
-small Spark jobs over ``df`` (key counts are cached between two of them).
+and applies skewagg's skew test (``spark.skewagg.skew.factor`` x the per-slot share of the
+whole and more than ``spark.skewagg.skew.minPartitionSize``) to the estimated partition sizes. It
+runs three small Spark jobs over ``df`` (key counts are cached between two of them).
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 from skewagg._sql import skew_test
 from skewagg.advisor.skew_rule import (
-    SKEW_FACTOR_KEY,
     SKEW_FLOOR_KEY,
     TASK_SLOTS_KEY,
     SkewSettings,
     default_settings,
     find_skewed,
-    split_size,
+    piece_size,
 )
 from skewagg.errors import ColumnNotFoundError, SkewAggError
 from skewagg.rendering import format_bytes, pyplot
@@ -83,11 +82,9 @@ class SkewVerdict:
             share = self.total_bytes // max(1, self.slots)
             if size <= self.floor_bytes:
                 why = f"below the {format_bytes(self.floor_bytes)} floor ({SKEW_FLOOR_KEY})"
-            elif size > self.factor * self.median_bytes:
+            else:
                 why = (f"not more than {self.factor:g}x the per-slot share "
                        f"{format_bytes(share)} on {self.slots} slots ({TASK_SLOTS_KEY})")
-            else:
-                why = f"not more than {self.factor:g}x the median ({SKEW_FACTOR_KEY})"
             return (f"not skewed: largest partition {pid} is about {format_bytes(size)}, "
                     f"{ratio} the median {format_bytes(self.median_bytes)}, {why}. skewagg "
                     f"would leave an aggregate over a shuffle on these keys as Spark plans it.")
@@ -96,7 +93,7 @@ class SkewVerdict:
         more = len(self.skewed_partitions) - 1
         others = f" (and {more} more skewed partition{'s' if more > 1 else ''})" if more else ""
         return (f"skewed: partition {pid} is about {format_bytes(size)}, {ratio} the median "
-                f"{format_bytes(self.median_bytes)}{others}, over {self.factor:g}x the median, "
+                f"{format_bytes(self.median_bytes)}{others}, over "
                 f"{self.factor:g}x the per-slot share on {self.slots} slots and the "
                 f"{format_bytes(self.floor_bytes)} floor. When these keys reach the "
                 f"aggregate through a shuffle that holds whole rows (a join or repartition on "
@@ -347,7 +344,7 @@ def python_skew_verdict(spark: "SparkSession", partition_bytes: Sequence[int]) -
     slots = settings.task_slots or _default_slots(spark)
     found = find_skewed(partition_bytes, settings, slots)
     skewed = sorted(found.skewed, key=lambda x: -x[1])
-    target = split_size(partition_bytes, found, settings) if partition_bytes else \
+    target = piece_size(partition_bytes, found, settings) if partition_bytes else \
         settings.min_split
     return SkewVerdict(skewed, found.median, found.threshold, settings.factor, settings.floor,
                        target, slots, found.total)

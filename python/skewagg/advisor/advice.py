@@ -5,9 +5,9 @@ the operator that stage ran, what skewagg would do there, and what that would sa
 For every stage of every SQL execution it applies skewagg's skew test (the rules' own, from
 :mod:`skewagg.advisor.skew_rule`) to the bytes each task read from the stage's input shuffles,
 as the rules test a shuffle's partition sizes: a task is skewed when it read more than
-``spark.skewagg.skew.factor`` times the median task and than that factor times an even share of
-the stage's bytes on the task slots (``task_slots``, else ``spark.skewagg.skew.taskSlots`` of the
-application's settings, else the application's executor cores). Stages that are skewed apart from
+``spark.skewagg.skew.factor`` times an even share of the stage's bytes on the task slots
+(``task_slots``, else ``spark.skewagg.skew.taskSlots`` of the application's settings, else the
+application's executor cores). Stages that are skewed apart from
 the ``spark.skewagg.skew.minPartitionSize`` floor are reported too, with the floor as the reason
 skewagg would leave them alone.
 
@@ -32,6 +32,7 @@ shuffle would leave where it plans one.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
 from skewagg.advisor.advice_report import AdviceReport, StageAdvice
@@ -50,7 +51,6 @@ from skewagg.advisor.makespan import makespan, query_makespan
 from skewagg.advisor.skew_rule import (
     SkewSettings,
     default_settings,
-    find_by_slot_share,
     find_skewed,
 )
 from skewagg.advisor.stage_plans import (
@@ -103,18 +103,15 @@ def _advise_stage(app: Application, execution: Execution, stage: Stage, settings
             candidates.append((bucket_bytes(execution, plan, records)
                                or [t.input_bytes for t in tasks], records, None))
     # A window's stage of one task (a window without PARTITION BY: its one key is the whole
-    # table, which SplitSkewedWindow cuts by order) is tested by the per-slot share alone, as the
-    # rule tests it. With more tasks the rule's run splits only the hot keys its sample finds,
-    # which a log does not show: against the median too, where a hot key shows.
+    # table, which SplitSkewedWindow cuts by order) is tested as any stage, and said to be so.
     one_task = plan.kind == "window" and len(tasks) == 1
     if not candidates or (len(tasks) < 2 and not one_task):
         return None
     sizes, rows, exchange = max(candidates, key=lambda c: max(c[0]))
-    test = find_by_slot_share if one_task else find_skewed
-    bare = test(sizes, settings, slots, floor=0)
+    bare = replace(find_skewed(sizes, settings, slots, floor=0), whole_stage=one_task)
     if not bare.skewed:
         return None
-    found = test(sizes, settings, slots)
+    found = replace(find_skewed(sizes, settings, slots), whole_stage=one_task)
     writer = writer_stage(app, execution, exchange) if exchange is not None else None
     map_tasks = len(writer.tasks) if writer else 0
     if plan.kind == "holistic" and writer is not None and exchange is not None and any(sizes):

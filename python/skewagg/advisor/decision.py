@@ -11,7 +11,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from skewagg.advisor.skew_rule import (
     SINGLE_KEY_MIN_ROWS_KEY,
-    SKEW_FACTOR_KEY,
     SKEW_FLOOR_KEY,
     SPLIT_SIZE_KEY,
     TASK_SLOTS_KEY,
@@ -19,7 +18,8 @@ from skewagg.advisor.skew_rule import (
     RowsMeasure,
     SkewFound,
     SkewSettings,
-    find_by_slot_share,
+    find_skewed,
+    piece_size,
     split_size,
 )
 from skewagg.advisor.stage_plans import (
@@ -47,12 +47,10 @@ def _not_skewed(where: str, sizes: Sequence[int], found: SkewFound, s: SkewSetti
     ratio = f"{sizes[largest] / found.median:.1f}x" if found.median else "n/a x"
     if (at_floor if at_floor is not None else sizes)[largest] <= s.floor:
         why = f"below the {format_bytes(s.floor)} floor ({SKEW_FLOOR_KEY})"
-    elif sizes[largest] > s.factor * found.median or not found.against_median:
+    else:
         why = (f"not more than {s.factor}x the per-slot share "
                f"{_fmt(found.slot_share, found.in_rows)} on {found.slots} task slots "
                f"({TASK_SLOTS_KEY})")
-    else:
-        why = f"not more than {s.factor}x the median ({SKEW_FACTOR_KEY})"
     return (f"not skewed: in {where}, the largest partition ({largest}) is "
             f"{_fmt(sizes[largest], found.in_rows)}, {ratio} the median "
             f"{_fmt(found.median, found.in_rows)}: {why}.")
@@ -60,7 +58,7 @@ def _not_skewed(where: str, sizes: Sequence[int], found: SkewFound, s: SkewSetti
 
 def _skew_text(sizes: Sequence[int], found: SkewFound, verb: str = "read") -> str:
     pid, size = max(found.skewed, key=lambda x: x[1])
-    if not found.against_median:  # the per-slot share alone (a window's test)
+    if found.whole_stage:  # (a window's stage of one task)
         share = (f"{size / found.slot_share:.0f}x the per-slot share on {found.slots} slots"
                  if found.slot_share else f"on {found.slots} slots")
         if len(sizes) == 1:
@@ -113,7 +111,7 @@ def _merge_of_states(sizes: Sequence[int], rows: Sequence[int], s: SkewSettings,
     function's merge concatenates its states (``functions``: the aggregate's, by name)."""
     states = sum(rows)
     per_state = sum(sizes) // states if states else 0
-    found = find_by_slot_share(sizes, s, slots)
+    found = find_skewed(sizes, s, slots)
     if per_state < s.min_state_size or not found.skewed:
         return None
     pid, size = max(found.skewed, key=lambda x: x[1])
@@ -132,7 +130,7 @@ def _merge_of_states(sizes: Sequence[int], rows: Sequence[int], s: SkewSettings,
         return Decision(None, f"left alone: the final merge reads heavy partial states ({holds}), "
                          f"but at most {map_tasks} map tasks wrote to a skewed partition: a merge "
                          f"in two levels pays from {MIN_STATES}.")
-    target = max(split_size(sizes, found, s), found.slot_share,
+    target = max(piece_size(sizes, found, s),
                  max(sizes[i] // math.ceil(math.sqrt(map_tasks)) for i, _ in found.skewed))
     pieces = {i: max(1, math.ceil(sizes[i] / target)) for i, _ in found.skewed}
     rewrite = "heavy partial states merged in two levels (SplitMergeOfPartialStates)"
@@ -221,7 +219,7 @@ def decide(plan: StagePlan, sizes: List[int], rows: List[int], found: SkewFound,
             return Decision(None, f"left alone: no hot key split: {skew}, about "
                              f"{rows[hot]:,} rows, under {min_key}={min_rows} (the hot key "
                              "holds at most that many).")
-        if not bare.against_median:  # (a window: pieces of the split size, as its run cuts)
+        if bare.whole_stage:  # (a window: pieces of the split size, as its run cuts)
             piece = max(1, split_size(sizes, bare, s))
             pieces = {i: max(2, min(max_splits, math.ceil(sizes[i] / piece)))
                       for i, _ in bare.skewed}
@@ -242,7 +240,7 @@ def decide(plan: StagePlan, sizes: List[int], rows: List[int], found: SkewFound,
                           s.window_max_splits, True)
         if decided.rewrite is None:
             return decided
-        by_share = find_by_slot_share(sizes, s, found.slots)  # (the split's run tests so)
+        by_share = find_skewed(sizes, s, found.slots)  # (the split's run tests so)
         if not by_share.skewed:
             return decided
         cost = window_split_cost(sizes, by_share, s, map_tasks, global_window=len(sizes) == 1)

@@ -1,16 +1,17 @@
 """skewagg's skew test in Python, for code that runs without a JVM (the event-log advisor).
 
 The rules' test is ``SkewedPartitions`` in the extension: a partition is skewed when it is larger
-than ``spark.skewagg.skew.factor`` times the median partition (the upper middle one), than that
-factor times the per-slot share (the total over ``spark.skewagg.skew.taskSlots``, else the
-application's task slots), and than the floor ``spark.skewagg.skew.minPartitionSize``. A skewed
-partition is split into pieces of the average partition that is not skewed, at least
-``spark.skewagg.skew.minSplitSize``.
+than ``spark.skewagg.skew.factor`` times the per-slot share (the total over
+``spark.skewagg.skew.taskSlots``, else the application's task slots), however large the others
+are, and than the floor ``spark.skewagg.skew.minPartitionSize``; the median (the upper middle
+partition) describes them. A skewed partition is split into pieces of the average partition that
+is not skewed, at least ``spark.skewagg.skew.minSplitSize`` (:func:`split_size`), and an
+aggregate's split into pieces of at least the per-slot share (:func:`piece_size`).
 
 Below an aggregate that groups by more than the shuffle's keys (a DISTINCT's first step), the rules
 measure a shuffle in rows (``GroupsBeyondShuffleKeys.measure``, :func:`measure_rows` here): each
-partition's share of the shuffle's records in proportion to its bytes, skewed against the median
-and the per-slot share without the floor, and above the floor by those rows' size in memory; the
+partition's share of the shuffle's records in proportion to its bytes, skewed against the
+per-slot share without the floor, and above the floor by those rows' size in memory; the
 smallest piece of a split is weighed in memory too and cut in the shuffle's bytes.
 
 Two files keep this code and the rules' from drifting apart: the settings' defaults come from
@@ -151,7 +152,8 @@ class SkewFound:
     total: int
     slots: int
     in_rows: bool = False  # sizes are rows (find_by_rows), not bytes
-    against_median: bool = True  # False: the per-slot share alone (find_by_slot_share)
+    # A window's stage of one task (no PARTITION BY: its one key is the whole table): said so.
+    whole_stage: bool = False
 
     @property
     def slot_share(self) -> int:
@@ -159,29 +161,21 @@ class SkewFound:
 
 
 def find_skewed(sizes: Sequence[int], settings: SkewSettings, slots: int,
-                floor: Optional[int] = None, against_median: bool = True) -> SkewFound:
-    """The partitions of ``sizes`` that are skewed on ``slots`` task slots (``floor``: another
-    floor than the settings', e.g. 0 for sizes that are not bytes; ``against_median`` False:
-    :func:`find_by_slot_share`)."""
+                floor: Optional[int] = None) -> SkewFound:
+    """The partitions of ``sizes`` that are skewed on ``slots`` task slots, as the rules'
+    ``SkewedPartitions.find``: above the floor (``floor``: another than the settings', e.g. 0
+    for sizes that are not bytes) and the skew factor times the even share of the whole per task
+    slot, however large the others are. One partition holding the whole stage (a window without
+    PARTITION BY), or a few keys in about as many partitions on many more slots, is skewed where
+    a test against the median would find it typical; the median only describes."""
     if not sizes:
-        return SkewFound(0, 0, [], 0, slots, against_median=against_median)
+        return SkewFound(0, 0, [], 0, slots)
     median = sorted(sizes)[len(sizes) // 2]
     total = sum(sizes)
     threshold = max(settings.floor if floor is None else floor,
-                    int(median * settings.factor) if against_median else 0,
                     int(total // max(slots, 1) * settings.factor))
     return SkewFound(median, threshold, [(i, s) for i, s in enumerate(sizes) if s > threshold],
-                     total, slots, against_median=against_median)
-
-
-def find_by_slot_share(sizes: Sequence[int], settings: SkewSettings, slots: int,
-                       floor: Optional[int] = None) -> SkewFound:
-    """The per-slot share alone decides (the rules' ``SkewedPartitions.bySlotShare``, the windows'
-    test): a partition is skewed above the floor and the skew factor times the even share of the
-    whole per task slot, however large the others are. One partition holding the whole stage (a
-    window without PARTITION BY), or a few keys in about as many partitions on many more slots,
-    is skewed where the median test finds it typical."""
-    return find_skewed(sizes, settings, slots, floor, against_median=False)
+                     total, slots)
 
 
 def split_size(sizes: Sequence[int], found: SkewFound, settings: SkewSettings,
@@ -195,10 +189,18 @@ def split_size(sizes: Sequence[int], found: SkewFound, settings: SkewSettings,
     return max(smallest, sum(normal) // len(normal) if normal else 0)
 
 
+def piece_size(sizes: Sequence[int], found: SkewFound, settings: SkewSettings,
+               min_split: Optional[int] = None) -> int:
+    """The pieces an aggregate's split reads (the rules' ``SkewedPartitions.pieceSize``):
+    :func:`split_size`, at least the per-slot share of ``sizes`` (in their own measure), so that
+    the pieces are about as many as the slots however many partitions are skewed."""
+    return max(split_size(sizes, found, settings, min_split), sum(sizes) // max(found.slots, 1))
+
+
 def find_by_rows(rows: Sequence[int], settings: SkewSettings, slots: int,
                  at_floor: Sequence[int]) -> SkewFound:
-    """Skew measured in ``rows`` (the rules' ``SkewedPartitions.findByRows``): against the median
-    and the per-slot share without the floor, then only partitions whose ``at_floor`` (their rows
+    """Skew measured in ``rows`` (the rules' ``SkewedPartitions.findByRows``): against the
+    per-slot share without the floor, then only partitions whose ``at_floor`` (their rows
     in bytes, e.g. in memory) is above ``spark.skewagg.skew.minPartitionSize``."""
     found = find_skewed(rows, settings, slots, floor=0)
     return SkewFound(found.median, found.threshold,
@@ -231,8 +233,8 @@ class RowsMeasure:
 
     def split_size(self, settings: SkewSettings) -> int:
         """The bytes of the pieces a split reads a skewed partition in (the rules'
-        ``SkewedPartitions.splitSize(bytes, skew, byteMinSplit)``)."""
-        return split_size(self.bytes, self.found, settings, self.byte_min_split)
+        ``SkewedPartitions.pieceSize(bytes, skew, byteMinSplit)``)."""
+        return piece_size(self.bytes, self.found, settings, self.byte_min_split)
 
 
 def measure_rows(sizes: Sequence[int], records: int, data_size: int, settings: SkewSettings,

@@ -6,8 +6,8 @@ import org.apache.spark.sql.internal.SQLConf
 /**
  * What the final half of an aggregate merges from a finished exchange of partial results: one
  * partial state per map task and key. `perState` is the exchange's bytes over its rows; the
- * partitions are skewed by the per-slot share alone ([[SkewedPartitions.bySlotShare]]), since
- * with few keys the other partitions are empty or as large. The merge is the work where states
+ * partitions are skewed by the per-slot share ([[SkewedPartitions.find]]): with few keys the
+ * other partitions are empty or as large. The merge is the work where states
  * are heavy ([[isHeavy]]: sketches, collected lists); a sum's merge is cheap whatever its skew.
  */
 case class PartialStateMerge(stage: ShuffleQueryStageExec, perState: Long, skew: SkewedPartitions) {
@@ -43,6 +43,6 @@ object PartialStateMerge {
       PartialStateMerge(
         stage,
         perState,
-        SkewedPartitions.bySlotShare(sizes, conf, TaskSlots.of(conf, sizes.length)))
+        SkewedPartitions.find(sizes, conf))
     }
 }

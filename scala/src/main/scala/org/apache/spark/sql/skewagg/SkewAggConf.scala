@@ -171,9 +171,9 @@ object SkewAggConf {
   val SKEW_FACTOR: ConfigEntry[Double] = listed(
     buildConf("spark.skewagg.skew.factor")
       .doc("A partition (of a shuffle, or a bucket) is skewed when it is larger than this many " +
-        "times the median partition of its stage, than this many times the per-slot share of " +
-        "the stage (its total / spark.skewagg.skew.taskSlots), and than " +
-        "spark.skewagg.skew.minPartitionSize. The hot-key split of holistic aggregates splits " +
+        "times the per-slot share of its stage (its total / spark.skewagg.skew.taskSlots), " +
+        "however large the other partitions are, and than spark.skewagg.skew.minPartitionSize. " +
+        "The hot-key split of holistic aggregates splits " +
         "a key only above this many times the per-slot share of the input's rows.")
       .version("0.1.0")
       .doubleAtLeast(1.0)
@@ -182,7 +182,7 @@ object SkewAggConf {
   val SKEW_MIN_PARTITION_SIZE: ConfigEntry[Long] = listed(
     buildConf("spark.skewagg.skew.minPartitionSize")
       .doc("The absolute floor of skew: a shuffle partition no larger than this is never " +
-        "treated as skewed, whatever its ratio to the median. Spark's own skew join uses 256MB; " +
+        "treated as skewed, whatever its share of the stage. Spark's own skew join uses 256MB; " +
         "skewagg's rewrites add only a cheap exchange of partial results, so a lower floor pays.")
       .version("0.1.0")
       .bytesAtLeast(0)
@@ -204,7 +204,9 @@ object SkewAggConf {
     buildConf("spark.skewagg.skew.minSplitSize")
       .doc("A skewed shuffle partition is split into pieces of about the average size of the " +
         "partitions that are not skewed, but no smaller than this (and never into more pieces " +
-        "than the shuffle has map tasks). Spark's skew join uses " +
+        "than the shuffle has map tasks); an aggregate's split, into pieces of at least the " +
+        "per-slot share of its stage (about as many pieces as slots, however many partitions " +
+        "are skewed). Spark's skew join uses " +
         "spark.sql.adaptive.advisoryPartitionSizeInBytes (64MB) here, which leaves a hot " +
         "partition below that size unsplit. Where a shuffle is measured in rows (below a " +
         "DISTINCT's first step), pieces are weighed at their rows' size in memory, as " +

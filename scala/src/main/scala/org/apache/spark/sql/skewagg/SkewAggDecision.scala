@@ -46,8 +46,8 @@ object SkewAggDecision {
    * Looked at and found not skewed by skewagg's thresholds: in `where` (e.g. "the join's input
    * shuffles below"), the largest partition `largestId` of `largest` bytes (or rows, `inRows`),
    * its bytes under the `floor` (`spark.skewagg.skew.minPartitionSize`, `belowFloor`), or not
-   * more than `factor` times the median (`spark.skewagg.skew.factor`) or times the per-slot share
-   * on `slots` task slots ([[TaskSlots]]); or, where Spark `averaged` the shuffle's block sizes
+   * more than `factor` times (`spark.skewagg.skew.factor`) the per-slot share on `slots` task
+   * slots ([[TaskSlots]]); or, where Spark `averaged` the shuffle's block sizes
    * ([[AveragedBlockSizes]]), unseen.
    */
   final case class NotSkewed(
@@ -61,8 +61,7 @@ object SkewAggDecision {
       slotShare: Long,
       inRows: Boolean = false,
       belowFloor: Boolean = false,
-      averaged: Option[AveragedBlockSizes.Averaged] = None,
-      againstMedian: Boolean = true)
+      averaged: Option[AveragedBlockSizes.Averaged] = None)
       extends SkewAggDecision {
 
     /** Which threshold the largest partition did not pass: "below the 16.0 MiB floor (...)". */
@@ -70,12 +69,10 @@ object SkewAggDecision {
       if (belowFloor) {
         s"below the ${SkewAggLocalStageExec.bytes(floor)} floor " +
           s"(${SkewAggConf.SKEW_MIN_PARTITION_SIZE.key})"
-      } else if (largest > factor * median || !againstMedian) {
+      } else {
         s"not more than ${factor}x the per-slot share " +
           s"${SkewedPartitions.format(slotShare, inRows)} on $slots task slots " +
           s"(${SkewAggConf.SKEW_TASK_SLOTS.key})"
-      } else {
-        s"not more than ${factor}x the median (${SkewAggConf.SKEW_FACTOR.key})"
       }
     }
 
@@ -131,8 +128,7 @@ object SkewAggDecision {
         skew.slots,
         skew.slotShare,
         skew.inRows,
-        belowFloor = bytes.isEmpty || bytes(largest) <= floor,
-        againstMedian = skew.againstMedian)
+        belowFloor = bytes.isEmpty || bytes(largest) <= floor)
     }
   }
 

@@ -4,10 +4,12 @@ import org.apache.spark.sql.internal.SQLConf
 
 /**
  * Which partitions of a shuffle (or bucketed scan) are skewed: larger than
- * `spark.skewagg.skew.minPartitionSize`, than `spark.skewagg.skew.factor` times the median
- * partition (unless `againstMedian` is false: [[bySlotShare]]), and than that factor times the
- * per-slot share of the whole (`total / slots`, [[TaskSlots]]): splitting pays only where the hot
- * partition outlasts an even share of the work on the slots that run it.
+ * `spark.skewagg.skew.minPartitionSize` and than `spark.skewagg.skew.factor` times the per-slot
+ * share of the whole (`total / slots`, [[TaskSlots]]), however large the other partitions are:
+ * splitting pays where a partition outlasts an even share of the work on the slots that run it.
+ * One partition holding a whole stage (a window without PARTITION BY), or a few keys in about as
+ * many partitions on many more slots, is skewed where a test against the median would find it
+ * typical. The median is kept to describe the partitions, not to decide.
  */
 case class SkewedPartitions(
     medianSize: Long,
@@ -15,8 +17,7 @@ case class SkewedPartitions(
     skewed: Seq[(Int, Long)],
     total: Long = 0L,
     slots: Int = 1,
-    inRows: Boolean = false,
-    againstMedian: Boolean = true) {
+    inRows: Boolean = false) {
   def nonEmpty: Boolean = skewed.nonEmpty
 
   /** The even share of the whole per task slot. */
@@ -32,32 +33,17 @@ object SkewedPartitions {
   def format(size: Long, inRows: Boolean): String =
     if (inRows) f"$size%,d rows" else org.apache.spark.util.Utils.bytesToString(size)
 
-  /** The size above which a partition is skewed, given the median and the per-slot share. */
-  def threshold(medianSize: Long, slotShare: Long, conf: SQLConf): Long =
-    threshold(medianSize, slotShare, conf, conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
+  /** The size above which a partition is skewed, given the per-slot share. */
+  def threshold(slotShare: Long, conf: SQLConf): Long =
+    threshold(slotShare, conf, conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
 
   /** [[threshold]] with another floor than `spark.skewagg.skew.minPartitionSize`. */
-  def threshold(medianSize: Long, slotShare: Long, conf: SQLConf, floor: Long): Long = {
-    val factor = conf.getConf(SkewAggConf.SKEW_FACTOR)
-    math.max(floor, math.max((medianSize * factor).toLong, (slotShare * factor).toLong))
-  }
+  def threshold(slotShare: Long, conf: SQLConf, floor: Long): Long =
+    math.max(floor, (slotShare * conf.getConf(SkewAggConf.SKEW_FACTOR)).toLong)
 
+  /** The skew test on the slots a stage of `sizes.length` tasks runs on. */
   def find(sizes: Array[Long], conf: SQLConf): SkewedPartitions =
     find(sizes, conf, TaskSlots.of(conf, sizes.length))
-
-  /**
-   * The per-slot share alone decides: a partition is skewed when it is larger than the floor and
-   * than the skew factor times the even share of the whole per task slot, however large the other
-   * partitions are. So one partition holding a whole stage (a window without PARTITION BY), or a
-   * few keys in about as many partitions on many more slots, is skewed where the median test
-   * would find it typical. `slots`: those of the stage the split runs ([[slotsOfSplit]]).
-   */
-  def bySlotShare(sizes: Array[Long], conf: SQLConf, slots: Int): SkewedPartitions = find(
-    sizes,
-    conf,
-    slots,
-    conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE),
-    againstMedian = false)
 
   /**
    * The slots of a stage that reads a shuffle of `partitions` partitions split into up to
@@ -66,12 +52,13 @@ object SkewedPartitions {
   def slotsOfSplit(partitions: Int, conf: SQLConf, splitTasks: Int): Int =
     TaskSlots.of(conf, math.max(partitions, splitTasks))
 
+  /** The skew test on `slots` task slots. */
   def find(sizes: Array[Long], conf: SQLConf, slots: Int): SkewedPartitions =
     find(sizes, conf, slots, conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE))
 
   /**
    * Skew measured in `rows` where they are known (a hot key compresses to few bytes per row, so
-   * bytes understate its work): against the median and the per-slot share, and, by `atFloor` (the
+   * bytes understate its work): against the per-slot share, and, by `atFloor` (the
    * rows in bytes as the caller weighs them: [[atAverageDensity]], or their size in memory),
    * against the `spark.skewagg.skew.minPartitionSize` floor.
    */
@@ -90,30 +77,23 @@ object SkewedPartitions {
     rows.map(r => (r * perRow).toLong)
   }
 
-  /** `againstMedian` false: the per-slot share alone ([[bySlotShare]]). */
   private def find(
       sizes: Array[Long],
       conf: SQLConf,
       slots: Int,
-      floor: Long,
-      againstMedian: Boolean = true): SkewedPartitions = {
-    if (sizes.isEmpty) {
-      return SkewedPartitions(0L, 0L, Nil, 0L, slots, againstMedian = againstMedian)
-    }
+      floor: Long): SkewedPartitions = {
+    if (sizes.isEmpty) return SkewedPartitions(0L, 0L, Nil, 0L, slots)
     val sorted = sizes.sorted
-    val median = sorted(sorted.length / 2)
     val total = sizes.sum
-    val limit =
-      threshold(if (againstMedian) median else 0L, total / math.max(slots, 1), conf, floor)
+    val limit = threshold(total / math.max(slots, 1), conf, floor)
     SkewedPartitions(
-      median,
+      sorted(sorted.length / 2),
       limit,
       sizes.zipWithIndex.collect {
         case (size, i) if size > limit => (i, size)
       }.toSeq,
       total,
-      slots,
-      againstMedian = againstMedian)
+      slots)
   }
 
   /**
@@ -129,4 +109,15 @@ object SkewedPartitions {
     val normal = sizes.indices.filterNot(skewedIds).map(sizes(_))
     math.max(minSplit, if (normal.isEmpty) 0L else normal.sum / normal.length)
   }
+
+  /**
+   * The size of the pieces an aggregate's split reads a skewed partition of a stage of `sizes`
+   * in: [[splitSize]], and at least the per-slot share of `sizes` (in their own measure, bytes
+   * where the test counted rows), so that the pieces of every skewed partition together are
+   * about as many as the slots run at once, however many partitions are skewed. (A join's piece
+   * reads the other side's partition again: pieces of 1 MB where every partition is skewed would
+   * read it hundreds of times.)
+   */
+  def pieceSize(sizes: Array[Long], skew: SkewedPartitions, minSplit: Long): Long =
+    math.max(splitSize(sizes, skew, minSplit), sizes.sum / math.max(skew.slots, 1))
 }

@@ -9,12 +9,13 @@ import org.apache.spark.sql.skewagg.skewsplit.GroupsBeyondShuffleKeys
 
 /**
  * The skew test's shared cases (`tests/data/skew_test_vectors.json`): partition sizes, task slots
- * and settings, and the partitions [[SkewedPartitions]] finds skewed, its median, threshold and
- * split size. The Python advisor, which reads event logs without a JVM, evaluates the same file
- * with its own code (`tests/test_skew_vectors.py`), so the two tests cannot drift apart. Its
- * `rowsCases` are shuffles measured below an aggregate that groups by more than their keys
- * ([[GroupsBeyondShuffleKeys.measure]]: bytes per partition, the shuffle's records and data size),
- * with the split size the split rules cut them in.
+ * and settings, and the partitions [[SkewedPartitions]] finds skewed (by the per-slot share),
+ * its median, threshold and the pieces an aggregate's split reads
+ * ([[SkewedPartitions.pieceSize]]). The Python advisor, which reads event logs without a JVM,
+ * evaluates the same file with its own code (`tests/test_skew_vectors.py`), so the two tests
+ * cannot drift apart. Its `rowsCases` are shuffles measured below an aggregate that groups by
+ * more than their keys ([[GroupsBeyondShuffleKeys.measure]]: bytes per partition, the shuffle's
+ * records and data size), with the piece size the split rules cut them in.
  */
 class SkewTestVectorsSuite extends AnyFunSuite {
   import SkewTestVectors.{confOf, ints, list, longs, path}
@@ -22,8 +23,6 @@ class SkewTestVectorsSuite extends AnyFunSuite {
   private def cases: Seq[JsonNode] = list("cases")
 
   private def rowsCases: Seq[JsonNode] = list("rowsCases")
-
-  private def slotShareCases: Seq[JsonNode] = list("slotShareCases")
 
   test("the shared cases are there") {
     assert(Files.exists(path), s"$path is missing")
@@ -45,26 +44,8 @@ class SkewTestVectorsSuite extends AnyFunSuite {
       assert(found.skewed.map(_._1) == expected, name)
       assert(found.medianSize == c.get("median").asLong, name)
       assert(found.threshold == c.get("threshold").asLong, name)
-      assert(SkewedPartitions.splitSize(sizes, found, conf) == c.get("splitSize").asLong, name)
-    }
-  }
-
-  test("SkewedPartitions.bySlotShare finds what every shared slot-share case expects") {
-    assert(slotShareCases.exists(_.get("skewed").size() > 0))
-    assert(slotShareCases.exists(_.get("skewed").size() == 0))
-    slotShareCases.foreach { c =>
-      val name = c.get("name").asText()
-      val conf = confOf(c)
-      // The case's task slots, as the rules' TaskSlots reads them.
-      conf.setConf(SkewAggConf.SKEW_TASK_SLOTS, c.get("slots").asInt)
-      val found = SkewedPartitions.bySlotShare(
-        longs(c, "sizes"),
-        conf,
-        SkewedPartitions.slotsOfSplit(longs(c, "sizes").length, conf, splitTasks = 1))
-      val expected = ints(c, "skewed")
-      assert(found.skewed.map(_._1) == expected, name)
-      assert(found.medianSize == c.get("median").asLong, name)
-      assert(found.threshold == c.get("threshold").asLong, name)
+      val minSplit = conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE)
+      assert(SkewedPartitions.pieceSize(sizes, found, minSplit) == c.get("pieceSize").asLong, name)
     }
   }
 
@@ -86,7 +67,7 @@ class SkewTestVectorsSuite extends AnyFunSuite {
       assert(m.skew.threshold == c.get("threshold").asLong, name)
       assert(m.skew.inRows == (c.get("records").asLong > 0), name)
       assert(
-        SkewedPartitions.splitSize(m.bytes, m.skew, m.byteMinSplit) == c.get("splitSize").asLong,
+        SkewedPartitions.pieceSize(m.bytes, m.skew, m.byteMinSplit) == c.get("pieceSize").asLong,
         name)
     }
   }

@@ -22,7 +22,7 @@ import org.apache.spark.sql.skewagg.SkewAggDecision.NotSkewed
  *
  * Such a shuffle is measured in rows, what the reading task works through: each partition's
  * share of the records written, in proportion to its bytes (Spark keeps bytes per partition, and
- * records for the whole shuffle). Against the median and the per-slot share, rows rank the
+ * records for the whole shuffle). Against the per-slot share, rows rank the
  * partitions as bytes do; the floor (`spark.skewagg.skew.minPartitionSize`) is compared with the
  * rows at their size in memory (the shuffle's data size per record) instead of compressed bytes,
  * and so is the smallest piece a split cuts (`spark.skewagg.skew.minSplitSize`).

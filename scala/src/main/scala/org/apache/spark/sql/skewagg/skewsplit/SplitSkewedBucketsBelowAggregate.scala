@@ -36,7 +36,7 @@ import org.apache.spark.util.collection.BitSet
  * Produces: a union of the same operators twice. Once over the buckets that are not skewed, read
  * bucketed as before (no exchange); once over the skewed buckets, read without bucketing so their
  * files are split across tasks (by rows where the footers were read: [[RowGroupPiecesScanExec]],
- * pieces of about the larger of the median bucket and the per-slot share; otherwise Spark's
+ * pieces of about the per-slot share; otherwise Spark's
  * byte-sized splits), with the partial aggregate on each split and
  * an exchange of the partial results on the grouping keys (one partition per skewed bucket)
  * before the final aggregate. Buckets partition the grouping keys (every aggregate relying on
@@ -180,12 +180,11 @@ case class SplitSkewedBucketsBelowAggregate(session: SparkSession) extends Rule[
     val rows = files.map(_.totalRows).sum
     val bytes = math.max(files.map(_.length).sum, 1L)
     def rowsOf(size: Long) = math.ceil(size.toDouble * rows / bytes).toLong
-    // The larger of the median bucket and the per-slot share, at least minSplitSize and at most
-    // the pieces Spark splits files into (spark.sql.files.maxPartitionBytes), in rows.
+    // The per-slot share, at least minSplitSize and at most the pieces Spark splits files into
+    // (spark.sql.files.maxPartitionBytes), in rows. (Not the median bucket: where every bucket
+    // is above the share, alike, pieces of the median would cut none of them.)
     val largest = math.min(
-      math.max(
-        math.max(skew.medianSize, skew.slotShare),
-        rowsOf(conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE))),
+      math.max(skew.slotShare, rowsOf(conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE))),
       math.max(rowsOf(conf.filesMaxPartitionBytes), 1L))
     // As many pieces as pieces of the largest size need, of equal rows.
     val count = math.max(1L, (rows + largest - 1) / largest)

@@ -152,7 +152,9 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
       case Some((side, m)) =>
         SplitSkewedJoinBelowAggregate.onePiece(
           s"its $side side's ${SkewAggLocalStageExec.describe("partition", m.skew)}",
-          SkewedPartitions.splitSize(m.bytes, m.skew, m.byteMinSplit))
+          math.max(
+            smallestPiece(measuredSides(partial)),
+            SkewedPartitions.splitSize(m.bytes, m.skew, m.byteMinSplit)))
     }
   }
 
@@ -224,33 +226,39 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
     case _ => None
   }
 
+  /**
+   * The advisory size Spark's split is given: it cuts pieces of max(this, the side's average
+   * non-skewed partition). skewagg's smallest piece, in the shuffle's bytes (in memory where the
+   * side is measured in rows), and at least the side's per-slot share (as
+   * SkewedPartitions.pieceSize): each piece reads the other side's partition again, so where
+   * every partition is skewed, pieces of the smallest size would read it hundreds of times.
+   * The least of the skewed sides' (a side with no skew is not split, whatever its share).
+   */
+  private def smallestPiece(sides: Seq[GroupsBeyondShuffleKeys.Measured]): Long = {
+    val skewed = sides.filter(_.skew.nonEmpty)
+    if (skewed.isEmpty) conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE)
+    else skewed.map(m => math.max(m.byteMinSplit, m.bytes.sum / math.max(m.skew.slots, 1))).min
+  }
+
   /** Spark's skew-join split of the join under `partial`, with skewagg's thresholds. */
   private def splitJoinBelow(partial: SparkPlan): SparkPlan = {
     val thresholds = conf.clone()
     thresholds.setConf(SQLConf.SKEW_JOIN_ENABLED, true)
-    thresholds.setConf(
-      SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR,
-      conf.getConf(SkewAggConf.SKEW_FACTOR))
-    // Spark's threshold is max(this, factor x median) per side, in the shuffle's bytes: this
-    // carries skewagg's floor (in those bytes) and the per-slot share (SkewedPartitions) of the
-    // side with the smaller ones, so that a side the candidate test found skewed is split.
+    // Spark's threshold is max(this, factor x median) per side, in the shuffle's bytes: a factor
+    // of 0 leaves this alone, which carries skewagg's test (SkewedPartitions: the floor in those
+    // bytes, the factor times the per-slot share) for the side with the smaller share, so that a
+    // side the candidate test found skewed is split.
+    thresholds.setConf(SQLConf.SKEW_JOIN_SKEWED_PARTITION_FACTOR, 0.0)
     val sides = measuredSides(partial)
-    val shares = sides.map(m => m.bytes.sum / math.max(TaskSlots.of(conf, m.bytes.length), 1))
+    val shares = sides.map(m => m.bytes.sum / math.max(m.skew.slots, 1))
     thresholds.setConf(
       SQLConf.SKEW_JOIN_SKEWED_PARTITION_THRESHOLD,
       SkewedPartitions.threshold(
-        0L,
         if (shares.isEmpty) 0L else shares.min,
         conf,
         if (sides.isEmpty) conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
         else sides.map(_.byteFloor).min))
-    // Spark splits into pieces of max(advisory size, average non-skewed partition): the
-    // advisory size is skewagg's smallest piece, in the shuffle's bytes (in memory where the
-    // side is measured in rows).
-    thresholds.setConf(
-      SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES,
-      if (sides.isEmpty) conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE)
-      else sides.map(_.byteMinSplit).min)
+    thresholds.setConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES, smallestPiece(sides))
     // The subtree under a partial aggregate has no distribution requirement, so Spark's rule
     // accepts the split without forcing; the exchange above the partial is added by the caller.
     SQLConf.withExistingConf(thresholds) {

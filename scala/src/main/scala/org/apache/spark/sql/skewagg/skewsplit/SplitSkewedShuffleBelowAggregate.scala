@@ -212,7 +212,7 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
       RecordedDecisions.record(partial, measure.notSkewed("the user's repartition below", conf))
       return None
     }
-    val target = SkewedPartitions.splitSize(sizes, skew, measure.byteMinSplit)
+    val target = SkewedPartitions.pieceSize(sizes, skew, measure.byteMinSplit)
     val reads = SkewedPartitionReads.of(stats, skew.skewed.map(_._1).toSet, target)
     if (reads.added == 0) {
       RecordedDecisions.record(

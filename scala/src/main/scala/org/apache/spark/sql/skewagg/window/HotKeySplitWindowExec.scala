@@ -188,7 +188,7 @@ object HotKeySplitWindowExec {
    * hint (`forced`), all that hold rows.
    */
   def skewOf(sizes: Array[Long], forced: Boolean, conf: SQLConf, slots: Int): SkewedPartitions = {
-    val found = SkewedPartitions.bySlotShare(sizes, conf, slots)
+    val found = SkewedPartitions.find(sizes, conf, slots)
     if (!forced) found
     else found.copy(skewed = sizes.indices.filter(sizes(_) > 0).map(i => (i, sizes(i))))
   }

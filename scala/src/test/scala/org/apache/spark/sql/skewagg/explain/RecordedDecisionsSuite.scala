@@ -65,14 +65,18 @@ class RecordedDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
     }
   }
 
-  test("not skewed: the largest partition and the floor or factor it stayed under") {
+  test("not skewed: the largest partition and the floor or per-slot share it stayed under") {
     withSQLConf(base: _*) {
       val uniform = fact(spark, skewed = false).join(dim(spark), "k").groupBy("k").agg(sum("v"))
       val text = explainAfterRun(uniform)
       assert(
         text.contains("not skewed: in the join's input shuffles below, the largest partition"),
         text)
-      assert(text.contains("not more than 5.0x the median (spark.skewagg.skew.factor)"), text)
+      assert(
+        text.contains(
+          "not more than 5.0x the per-slot share 3.3 KiB on 64 task slots " +
+            "(spark.skewagg.skew.taskSlots)"),
+        text)
     }
     withSQLConf(base ++ Seq(SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "16MB"): _*) {
       val text = explainAfterRun(skewedJoinAgg())
@@ -82,7 +86,7 @@ class RecordedDecisionsSuite extends SkewAggSuiteBase with SpreadOverBuilds {
       SkewAggConf.SKEW_MIN_PARTITION_SIZE.key -> "0",
       SkewAggConf.SKEW_FACTOR.key -> "1000"): _*) {
       val text = explainAfterRun(skewedJoinAgg())
-      assert(text.contains("not more than 1000.0x the median (spark.skewagg.skew.factor)"), text)
+      assert(text.contains("not more than 1000.0x the per-slot share"), text)
     }
   }
 

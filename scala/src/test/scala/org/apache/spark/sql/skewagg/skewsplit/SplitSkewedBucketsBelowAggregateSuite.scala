@@ -41,8 +41,12 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Spread
   }
 
   // In bytes the hot bucket is about 4x the median (its constant key compresses well).
-  private val bucketConf =
-    conf ++ Seq(SQLConf.BUCKETING_ENABLED.key -> "true", SkewAggConf.SKEW_FACTOR.key -> "3")
+  // Planned for as many slots as buckets: each of the other buckets is about an even share, the
+  // hot one (30% of the rows) 4.8x it. (On 64 slots every bucket would be 4x the share.)
+  private val bucketConf = conf ++ Seq(
+    SQLConf.BUCKETING_ENABLED.key -> "true",
+    SkewAggConf.SKEW_FACTOR.key -> "3",
+    SkewAggConf.SKEW_TASK_SLOTS.key -> "16")
 
   private def bucketedScans(d: Differential, on: Boolean, adaptive: Boolean): Int =
     nodes[FileSourceScanExec](d.plan(on, adaptive)).count(_.bucketedScan)
@@ -202,7 +206,7 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Spread
       // Measured in rows from the footers, recorded for the explanation.
       assert(
         notSkewed(d, adaptive).exists(n =>
-          n.inRows && n.text.contains("not more than 3.0x the median")),
+          n.inRows && n.text.contains("not more than 3.0x the per-slot share")),
         notSkewed(d, adaptive))
     }
   }
@@ -233,11 +237,11 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Spread
     }
   }
 
-  test("task slots: the hot bucket split when planned for 64 slots, left alone on 2") {
+  test("task slots: the hot bucket split when planned for 16 slots, left alone on 2") {
     val query = (s: SparkSession) => s.table("bucketed_skewed").groupBy("k").agg(sum("v"))
     assertHotBucketSplit(differential(
       query,
-      bucketConf :+ (SkewAggConf.SKEW_TASK_SLOTS.key -> "64"): _*))
+      bucketConf :+ (SkewAggConf.SKEW_TASK_SLOTS.key -> "16"): _*))
     val onTwo = differential(query, bucketConf :+ (SkewAggConf.SKEW_TASK_SLOTS.key -> "2"): _*)
     for (adaptive <- Seq(false, true)) {
       assert(unbucketedReads(onTwo, adaptive).isEmpty, onTwo.plan(on = true, adaptive))
@@ -250,10 +254,11 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Spread
   }
 
   test("rows from the footers: a bucket skewed by rows where its bytes are not") {
-    // In rows the hot bucket is about 8x the median, in bytes about 4x (one row group per file):
-    // factor 6 splits it only when the footers are read.
+    // In rows the hot bucket is 30% of the stage, 4.8x the per-slot share on 16 slots; in bytes
+    // about 4x the median (one row group per file), some 3.4x the share: factor 4 splits it only
+    // when the footers are read.
     val query = (s: SparkSession) => s.table("bucketed_skewed").groupBy("k").agg(sum("v"))
-    val byRows = bucketConf :+ (SkewAggConf.SKEW_FACTOR.key -> "6")
+    val byRows = bucketConf :+ (SkewAggConf.SKEW_FACTOR.key -> "4")
     assertHotBucketSplit(differential(query, byRows: _*))
     val byBytes = differential(query, byRows :+ (SkewAggConf.BUCKETED_MAX_FOOTERS.key -> "0"): _*)
     for (adaptive <- Seq(false, true)) {
@@ -295,7 +300,7 @@ class SplitSkewedBucketsBelowAggregateSuite extends SkewAggSuiteBase with Spread
             s.table("bucketed_four_files").where(col("i") =!= 3).groupBy("k", "i")
               .agg(sum("v"), count(lit(1)), max("d")),
           bucketConf ++ Seq(
-            SkewAggConf.SKEW_FACTOR.key -> "6",
+            SkewAggConf.SKEW_FACTOR.key -> "4",
             SQLConf.PARQUET_VECTORIZED_READER_ENABLED.key -> vectorized,
             SQLConf.WHOLESTAGE_CODEGEN_ENABLED.key -> codegen): _*)
         for (adaptive <- Seq(false, true)) {

@@ -148,4 +148,26 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase with SpreadOve
     // On 2 slots the hot partition (about a third of the stage) is shorter than an even share.
     assertNoSplit(run(query, SkewAggConf.SKEW_TASK_SLOTS.key -> "2"))
   }
+
+  test(
+    "fewer keys than slots: every partition of the join skewed, its pieces at least the " +
+      "per-slot share (each reads the other side's partition again)",
+    EveryBuild) {
+    // 5 keys in 8 partitions, each as large as the median; 64 map tasks wrote each key: pieces
+    // of the 2k minSplitSize would be one map output each, 64 per key (320 in all).
+    val d = run(
+      s => {
+        val facts =
+          s.range(0, 200000, 1, 64).select((col("id") % 5).as("k"), (col("id") / 7.0).as("v"))
+        facts.join(s.range(0, 5).select(col("id").as("k"), (col("id") * 2).as("attr")), "k")
+          .groupBy("k").agg(sum(col("v") * col("attr")), count(lit(1)))
+      },
+      SQLConf.SHUFFLE_PARTITIONS.key -> "8")
+    assertSplit(d)
+    val reads = nodes[AQEShuffleReadExec](d.plan(on = true, adaptive = true))
+      .filter(r => r.child.isInstanceOf[ShuffleQueryStageExec] && r.hasSkewedPartition)
+    assert(reads.nonEmpty, d.plan(on = true, adaptive = true))
+    // About as many pieces as slots: at most one more per partition split, and those whole.
+    reads.foreach(r => assert(r.partitionSpecs.size <= 64 + 8 + 8, r.partitionSpecs))
+  }
 }

@@ -1,6 +1,8 @@
 package org.apache.spark.sql.skewagg.skewsplit
 
 import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.execution.PartialReducerPartitionSpec
+import org.apache.spark.sql.execution.adaptive.AQEShuffleReadExec
 import org.apache.spark.sql.execution.exchange.{
   REPARTITION_BY_COL, REPARTITION_BY_NUM, ShuffleExchangeLike
 }
@@ -120,5 +122,28 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase with Spread
     assert(splitMarkers(on64, adaptive = true).size == 1, on64.plan(on = true, adaptive = true))
     val onTwo = run(query, SkewAggConf.SKEW_TASK_SLOTS.key -> "2")
     assert(splitMarkers(onTwo, adaptive = true).isEmpty, onTwo.plan(on = true, adaptive = true))
+  }
+
+  test(
+    "fewer keys than slots: 5 keys in 8 partitions, each as large as the median, split by " +
+      "the per-slot share, in pieces of at least that share",
+    EveryBuild) {
+    // 64 map tasks write each key: pieces of the 2k minSplitSize would be one map output each
+    // (64 per key, 320 in all); pieces of the per-slot share take about 5 of them.
+    val d = run(
+      s =>
+        s.range(0, 200000, 1, 64).select((col("id") % 5).as("k"), (col("id") / 7.0).as("v"))
+          .repartition(8, col("k")).groupBy("k").agg(sum("v"), max("v"), count(lit(1))),
+      SQLConf.SHUFFLE_PARTITIONS.key -> "8")
+    val split = splitMarkers(d, adaptive = true)
+    assert(split.size == 1, d.plan(on = true, adaptive = true))
+    assert(split.head.rewrite.what.contains("x the per-slot share on 64 slots"), split.head)
+    val pieces = nodes[AQEShuffleReadExec](d.plan(on = true, adaptive = true))
+      .filter(_.partitionSpecs.exists(_.isInstanceOf[PartialReducerPartitionSpec]))
+    assert(pieces.size == 1, d.plan(on = true, adaptive = true))
+    // About as many pieces as slots: at most one more per partition split (its last), and
+    // the partitions read whole.
+    assert(pieces.head.partitionSpecs.size <= 64 + 8 + 8, pieces.head.partitionSpecs)
+    assert(pieces.head.partitionSpecs.size > 8 + 5, pieces.head.partitionSpecs)
   }
 }
