@@ -19,7 +19,6 @@ from skewagg.advisor.skew_rule import (
     SkewFound,
     SkewSettings,
     find_skewed,
-    piece_size,
     split_size,
 )
 from skewagg.advisor.stage_plans import (
@@ -130,7 +129,7 @@ def _merge_of_states(sizes: Sequence[int], rows: Sequence[int], s: SkewSettings,
         return Decision(None, f"left alone: the final merge reads heavy partial states ({holds}), "
                          f"but at most {map_tasks} map tasks wrote to a skewed partition: a merge "
                          f"in two levels pays from {MIN_STATES}.")
-    target = max(piece_size(sizes, found, s),
+    target = max(split_size(sizes, found, s), found.slot_share,
                  max(sizes[i] // math.ceil(math.sqrt(map_tasks)) for i, _ in found.skewed))
     pieces = {i: max(1, math.ceil(sizes[i] / target)) for i, _ in found.skewed}
     rewrite = "heavy partial states merged in two levels (SplitMergeOfPartialStates)"

@@ -6,7 +6,7 @@ than ``spark.skewagg.skew.factor`` times the per-slot share (the total over
 are, and than the floor ``spark.skewagg.skew.minPartitionSize``; the median (the upper middle
 partition) describes them. A skewed partition is split into pieces of the average partition that
 is not skewed, at least ``spark.skewagg.skew.minSplitSize`` (:func:`split_size`), and an
-aggregate's split into pieces of at least the per-slot share (:func:`piece_size`).
+aggregate's split into pieces of at least a quarter of the per-slot share (:func:`piece_size`).
 
 Below an aggregate that groups by more than the shuffle's keys (a DISTINCT's first step), the rules
 measure a shuffle in rows (``GroupsBeyondShuffleKeys.measure``, :func:`measure_rows` here): each
@@ -189,12 +189,18 @@ def split_size(sizes: Sequence[int], found: SkewFound, settings: SkewSettings,
     return max(smallest, sum(normal) // len(normal) if normal else 0)
 
 
+# The pieces of a split per task slot at most (the rules' SkewedPartitions.PiecesPerSlot).
+PIECES_PER_SLOT = 4
+
+
 def piece_size(sizes: Sequence[int], found: SkewFound, settings: SkewSettings,
                min_split: Optional[int] = None) -> int:
     """The pieces an aggregate's split reads (the rules' ``SkewedPartitions.pieceSize``):
-    :func:`split_size`, at least the per-slot share of ``sizes`` (in their own measure), so that
-    the pieces are about as many as the slots however many partitions are skewed."""
-    return max(split_size(sizes, found, settings, min_split), sum(sizes) // max(found.slots, 1))
+    :func:`split_size`, at least 1/``PIECES_PER_SLOT`` of the per-slot share of ``sizes`` (in
+    their own measure), so that the pieces are at most about that many per slot however many
+    partitions are skewed."""
+    smallest = sum(sizes) // max(found.slots, 1) // PIECES_PER_SLOT
+    return max(split_size(sizes, found, settings, min_split), smallest)
 
 
 def find_by_rows(rows: Sequence[int], settings: SkewSettings, slots: int,

@@ -112,12 +112,20 @@ object SkewedPartitions {
 
   /**
    * The size of the pieces an aggregate's split reads a skewed partition of a stage of `sizes`
-   * in: [[splitSize]], and at least the per-slot share of `sizes` (in their own measure, bytes
-   * where the test counted rows), so that the pieces of every skewed partition together are
-   * about as many as the slots run at once, however many partitions are skewed. (A join's piece
-   * reads the other side's partition again: pieces of 1 MB where every partition is skewed would
-   * read it hundreds of times.)
+   * in: [[splitSize]], and at least 1/[[PiecesPerSlot]] of the per-slot share of `sizes` (in
+   * their own measure, bytes where the test counted rows), so that the pieces of every skewed
+   * partition together are at most about that many per slot, however many partitions are skewed
+   * (where every partition is skewed there is no average of the others, and pieces of the
+   * smallest size would be hundreds: a join's piece reads the other side's partition again).
+   * List-scheduled, a stage of such pieces ends within 1/[[PiecesPerSlot]] of a share after an
+   * even share.
    */
   def pieceSize(sizes: Array[Long], skew: SkewedPartitions, minSplit: Long): Long =
-    math.max(splitSize(sizes, skew, minSplit), sizes.sum / math.max(skew.slots, 1))
+    math.max(splitSize(sizes, skew, minSplit), smallestPiece(sizes.sum, skew.slots))
+
+  /** The pieces of a split per task slot at most: their smallest size is a share over this. */
+  val PiecesPerSlot = 4
+
+  /** The smallest piece of a split of a stage of `total` on `slots`: [[pieceSize]]. */
+  def smallestPiece(total: Long, slots: Int): Long = total / math.max(slots, 1) / PiecesPerSlot
 }

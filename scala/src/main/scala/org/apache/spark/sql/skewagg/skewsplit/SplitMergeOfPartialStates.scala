@@ -157,12 +157,10 @@ case class SplitMergeOfPartialStates(session: SparkSession) extends Rule[SparkPl
     // About sqrt(n) pieces of sqrt(n) of a partition's n states: both levels then merge as few
     // in a row as can be; never smaller than the per-slot share (the pieces fill the slots).
     val target = states.map { case (i, n) =>
-      math.max(
-        SkewedPartitions.pieceSize(
-          sizes,
-          merge.skew,
-          conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE)),
-        (sizes(i) / math.ceil(math.sqrt(n.toDouble))).toLong)
+      Seq(
+        SkewedPartitions.splitSize(sizes, merge.skew, conf),
+        merge.skew.slotShare,
+        (sizes(i) / math.ceil(math.sqrt(n.toDouble))).toLong).max
     }.max
     val reads = SkewedPartitionReads.of(stats, skewedIds, target)
     // Sixteen map outputs with data always split; kept for a tracker without their sizes.

@@ -229,15 +229,18 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
   /**
    * The advisory size Spark's split is given: it cuts pieces of max(this, the side's average
    * non-skewed partition). skewagg's smallest piece, in the shuffle's bytes (in memory where the
-   * side is measured in rows), and at least the side's per-slot share (as
-   * SkewedPartitions.pieceSize): each piece reads the other side's partition again, so where
-   * every partition is skewed, pieces of the smallest size would read it hundreds of times.
+   * side is measured in rows), and at least the side's SkewedPartitions.smallestPiece (as
+   * pieceSize): each piece reads the other side's partition again, so where every partition is
+   * skewed, pieces of the smallest size would read it hundreds of times.
    * The least of the skewed sides' (a side with no skew is not split, whatever its share).
    */
   private def smallestPiece(sides: Seq[GroupsBeyondShuffleKeys.Measured]): Long = {
     val skewed = sides.filter(_.skew.nonEmpty)
     if (skewed.isEmpty) conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE)
-    else skewed.map(m => math.max(m.byteMinSplit, m.bytes.sum / math.max(m.skew.slots, 1))).min
+    else {
+      skewed.map(m =>
+        math.max(m.byteMinSplit, SkewedPartitions.smallestPiece(m.bytes.sum, m.skew.slots))).min
+    }
   }
 
   /** Spark's skew-join split of the join under `partial`, with skewagg's thresholds. */

@@ -10,7 +10,7 @@ import org.apache.spark.sql.functions._
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
   CheapExchanges, Differential, EveryBuild, SkewAggConf, SkewAggLocalStageExec, SkewAggSuiteBase,
-  SpreadOverBuilds
+  SkewedPartitions, SpreadOverBuilds
 }
 
 import org.apache.spark.sql.skewagg.SkewTestData._
@@ -126,13 +126,13 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase with Spread
 
   test(
     "fewer keys than slots: 5 keys in 8 partitions, each as large as the median, split by " +
-      "the per-slot share, in pieces of at least that share",
+      "the per-slot share, in pieces of at least a quarter of that share",
     EveryBuild) {
-    // 64 map tasks write each key: pieces of the 2k minSplitSize would be one map output each
-    // (64 per key, 320 in all); pieces of the per-slot share take about 5 of them.
+    // 256 map tasks write each key: pieces of the 2k minSplitSize would be one map output each
+    // (256 per key, 1280 in all); pieces of a quarter of the per-slot share take about 5.
     val d = run(
       s =>
-        s.range(0, 200000, 1, 64).select((col("id") % 5).as("k"), (col("id") / 7.0).as("v"))
+        s.range(0, 200000, 1, 256).select((col("id") % 5).as("k"), (col("id") / 7.0).as("v"))
           .repartition(8, col("k")).groupBy("k").agg(sum("v"), max("v"), count(lit(1))),
       SQLConf.SHUFFLE_PARTITIONS.key -> "8")
     val split = splitMarkers(d, adaptive = true)
@@ -141,9 +141,10 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase with Spread
     val pieces = nodes[AQEShuffleReadExec](d.plan(on = true, adaptive = true))
       .filter(_.partitionSpecs.exists(_.isInstanceOf[PartialReducerPartitionSpec]))
     assert(pieces.size == 1, d.plan(on = true, adaptive = true))
-    // About as many pieces as slots: at most one more per partition split (its last), and
-    // the partitions read whole.
-    assert(pieces.head.partitionSpecs.size <= 64 + 8 + 8, pieces.head.partitionSpecs)
-    assert(pieces.head.partitionSpecs.size > 8 + 5, pieces.head.partitionSpecs)
+    // At most about 4 pieces per slot (with one more per partition split, its last, and the
+    // partitions read whole: within twice that).
+    val specs = pieces.head.partitionSpecs.size
+    assert(specs <= 2 * SkewedPartitions.PiecesPerSlot * 64, pieces.head.partitionSpecs)
+    assert(specs > 64, pieces.head.partitionSpecs)
   }
 }
