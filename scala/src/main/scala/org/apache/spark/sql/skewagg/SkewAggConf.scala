@@ -204,9 +204,9 @@ object SkewAggConf {
     buildConf("spark.skewagg.skew.minSplitSize")
       .doc("A skewed shuffle partition is split into pieces of about the average size of the " +
         "partitions that are not skewed, but no smaller than this (and never into more pieces " +
-        "than the shuffle has map tasks); an aggregate's split, into pieces of at least a quarter " +
-        "of the per-slot share of its stage (at most about 4 pieces per slot, however many " +
-        "partitions are skewed). Spark's skew join uses " +
+        "than the shuffle has map tasks); an aggregate's split, into pieces of at least a " +
+        "quarter of the per-slot share of its stage (at most about 4 pieces per slot, however " +
+        "many partitions are skewed). Spark's skew join uses " +
         "spark.sql.adaptive.advisoryPartitionSizeInBytes (64MB) here, which leaves a hot " +
         "partition below that size unsplit. Where a shuffle is measured in rows (below a " +
         "DISTINCT's first step), pieces are weighed at their rows' size in memory, as " +
