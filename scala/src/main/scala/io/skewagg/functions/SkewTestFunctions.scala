@@ -101,10 +101,7 @@ object SkewTestFunctions {
     s"""{"median":${skew.medianSize},"threshold":${skew.threshold},""" +
       s""""factor":${conf.getConf(SkewAggConf.SKEW_FACTOR)},""" +
       s""""floor":${conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)},""" +
-      s""""split":${SkewedPartitions.pieceSize(
-          bytes,
-          skew,
-          conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE))},""" +
+      s""""split":${SkewedPartitions.pieceSize(bytes, skew, conf)},""" +
       s""""slots":${skew.slots},"total":${skew.total},""" +
       s""""skewed":[${skewed.mkString(",")}]}"""
   }

@@ -120,6 +120,10 @@ object SkewedPartitions {
    * List-scheduled, a stage of such pieces ends within 1/[[PiecesPerSlot]] of a share after an
    * even share.
    */
+  def pieceSize(sizes: Array[Long], skew: SkewedPartitions, conf: SQLConf): Long =
+    pieceSize(sizes, skew, conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE))
+
+  /** [[pieceSize]] with another smallest piece than `spark.skewagg.skew.minSplitSize`. */
   def pieceSize(sizes: Array[Long], skew: SkewedPartitions, minSplit: Long): Long =
     math.max(splitSize(sizes, skew, minSplit), smallestPiece(sizes.sum, skew.slots))
 

@@ -153,7 +153,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
         SplitSkewedJoinBelowAggregate.onePiece(
           s"its $side side's ${SkewAggLocalStageExec.describe("partition", m.skew)}",
           math.max(
-            smallestPiece(measuredSides(partial)),
+            advisorySize(measuredSides(partial)),
             SkewedPartitions.splitSize(m.bytes, m.skew, m.byteMinSplit)))
     }
   }
@@ -234,7 +234,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
    * skewed, pieces of the smallest size would read it hundreds of times.
    * The least of the skewed sides' (a side with no skew is not split, whatever its share).
    */
-  private def smallestPiece(sides: Seq[GroupsBeyondShuffleKeys.Measured]): Long = {
+  private def advisorySize(sides: Seq[GroupsBeyondShuffleKeys.Measured]): Long = {
     val skewed = sides.filter(_.skew.nonEmpty)
     if (skewed.isEmpty) conf.getConf(SkewAggConf.SKEW_MIN_SPLIT_SIZE)
     else {
@@ -261,7 +261,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
         conf,
         if (sides.isEmpty) conf.getConf(SkewAggConf.SKEW_MIN_PARTITION_SIZE)
         else sides.map(_.byteFloor).min))
-    thresholds.setConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES, smallestPiece(sides))
+    thresholds.setConf(SQLConf.ADVISORY_PARTITION_SIZE_IN_BYTES, advisorySize(sides))
     // The subtree under a partial aggregate has no distribution requirement, so Spark's rule
     // accepts the split without forcing; the exchange above the partial is added by the caller.
     SQLConf.withExistingConf(thresholds) {
