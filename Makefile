@@ -125,7 +125,7 @@ advise-check: setup ## the event-log advisor against the benchmark: 3 runs each 
 SEED ?= 1
 CASES ?= 500
 KIND ?= aggregate
-fuzz: ## randomized differential cases, skewagg off vs on (SEED=1 CASES=500 KIND=aggregate|window|optimizer-window); a repro per failure
+fuzz: ## randomized differential cases, skewagg off vs on (SEED=1 CASES=500 KIND=aggregate|window|optimizer-window|few-keys); a repro per failure
 	build/sbt "$(SBT_PROJECT)/Test/runMain org.apache.spark.sql.skewagg.fuzz.FuzzRunner --seed $(SEED) --cases $(CASES) --kind $(KIND)"
 
 docs: setup ## regenerate docs/configs.md, and docs/*.md from docs/src (examples run on small data, PNGs)

@@ -90,8 +90,8 @@ def spark() -> Iterator[SparkSession]:
 @pytest.fixture(scope="session")
 def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
     """tests/apps/local_cluster.py on local-cluster[2,1,1024] (two executor JVMs), run once for
-    every test that reads it: each part's report (``executors``, ``percentiles``, ``windows``),
-    and the ``spark_home`` its workers wrote their work/ directories in."""
+    every test that reads it: each part's report (``executors``, ``percentiles``, ``windows``,
+    ``partial_states``), and the ``spark_home`` its workers wrote their work/ directories in."""
     home = spark_home(tmp_path_factory.mktemp("cluster"))
     result = report(spark_submit(
         "local_cluster.py", *submit_args("local-cluster[2,1,1024]"),

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import skewagg
+from apps.partial_states import HEAVY_STATES, STATES_CONF
 from conftest import session_settings as settings
 
 SETTINGS = {
@@ -105,6 +106,29 @@ def window_without_partition_by(spark: SparkSession) -> List[Any]:
             "the whole partition split by order into" in text]
 
 
+def heavy_states_of_few_keys(spark: SparkSession) -> List[Any]:
+    """tests/apps/partial_states.py's query with skewagg off and on, adaptive execution off and
+    on (chispa: equal rows), under its settings: the rows, and whether the explanation (adaptive
+    execution on) says the states were merged in two levels."""
+    results = []
+    with settings(spark, STATES_CONF):
+        for adaptive in ("false", "true"):
+            for on in (False, True):
+                with settings(spark, {"spark.sql.adaptive.enabled": adaptive}):
+                    (skewagg.enable if on else skewagg.disable)(spark)
+                    try:
+                        rows = spark.sql(HEAVY_STATES).orderBy("k").collect()
+                    finally:
+                        skewagg.enable(spark)
+                results.append(rows)
+        with settings(spark, {"spark.sql.adaptive.enabled": "true"}):
+            text = skewagg.explain_text(spark.sql(HEAVY_STATES), run=True)
+    for other in results[1:]:
+        assert_basic_rows_equality(results[0], other)
+    return [[r["k"], list(r["p"]), r["n"], r["d"], r["s"]] for r in results[0]] + [
+        "rewritten: heavy partial states merged in two levels" in text]
+
+
 def stage_report(spark: SparkSession) -> List[List[int]]:
     """Per stage: its tasks and the records they read, sorted: the join's two map stages are
     submitted together, and which of them gets the lower stage id varies from run to run."""
@@ -124,7 +148,7 @@ def executor_builds(spark: SparkSession) -> Dict[str, str]:
 CASES: Dict[str, Callable[[SparkSession], Any]] = {
     case.__name__: case for case in (
         explain_before_run, explain_after_run, explain_with_run, rows_off_and_on, stage_report,
-        analyze, executor_builds, window_without_partition_by)
+        analyze, executor_builds, window_without_partition_by, heavy_states_of_few_keys)
 }
 
 

@@ -128,11 +128,12 @@ class Plan:
 
 
 def report_variants(spark: SparkSession, query: str, runs: Dict[str, Dict[str, Any]],
-                    split_operator: str, prefix: str = "") -> None:
+                    split_operator: Optional[str], prefix: str = "") -> None:
     """Runs ``query`` with adaptive execution off then on, skewagg off then on in each, and
     records in ``runs`` under ``prefix + "skewagg=...,adaptive=..."`` each variant's rows (as
     strings, sorted, so NaN equals itself), its plan (``reported``) and the ``hotKeys`` and
-    ``splits`` metrics of its ``split_operator`` ({} without one): what the test apps report."""
+    ``splits`` metrics of its ``split_operator`` ({} without one, or with None): what the test
+    apps report."""
     for adaptive in (False, True):
         spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
         for on in (False, True):
@@ -141,6 +142,6 @@ def report_variants(spark: SparkSession, query: str, runs: Dict[str, Dict[str, A
             name = f"{prefix}skewagg={on},adaptive={adaptive}"
             runs["rows"][name] = sorted(repr(tuple(r)) for r in df.collect())
             runs["plans"][name] = reported(df)
-            splits = Plan(**runs["plans"][name]).named(split_operator)
+            splits = Plan(**runs["plans"][name]).named(split_operator) if split_operator else []
             runs["splits"][name] = next(
                 ({m: (op.metrics or {})[m] for m in ("hotKeys", "splits")} for op in splits), {})

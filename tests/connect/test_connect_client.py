@@ -66,6 +66,15 @@ def test_a_window_without_partition_by_is_split_through_the_client(
     assert answer[0] == 30000, answer
 
 
+def test_heavy_partial_states_are_merged_in_two_levels_through_the_client(
+        client_answer: Callable[[str], Any]) -> None:
+    """Run from the client: Spark's rows, and each key's 32 states merged in two levels on the
+    server."""
+    answer = client_answer("heavy_states_of_few_keys")
+    assert answer[-1] is True, answer
+    assert [row[0] for row in answer[:-1]] == [0, 1, 2, 3], answer
+
+
 def test_explain_before_a_run_names_what_a_connect_user_can_do(spark: SparkSession) -> None:
     with settings(spark, {**SETTINGS, "spark.skewagg.join.localAggregate.enabled": "false"}):
         text = skewagg.explain_text(skewed_join(spark, 6))

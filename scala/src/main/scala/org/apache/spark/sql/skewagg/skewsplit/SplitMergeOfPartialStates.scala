@@ -40,8 +40,10 @@ import org.apache.spark.sql.skewagg.skewsplit.SplitMergeOfPartialStates.{MinStat
  * above the per-slot share, a function whose merge concatenates its states (`collect_list`:
  * the final merge reads every value however merged before), fewer than
  * [[SplitMergeOfPartialStates.MinStates]] map tasks wrote to each skewed partition (two levels
- * would not pay), or the plan above needs
- * the aggregate's output partitioned as Spark's exchange left it (a join in the same stage).
+ * would not pay), no skewed partition holds two pieces (`spark.skewagg.skew.minSplitSize`), the
+ * plan above needs the aggregate's output partitioned as Spark's exchange left it (a join in the
+ * same stage), or Spark's default adaptive cost model, which would reject the exchange the merge
+ * adds, is in use ([[AddedExchangeCost]]).
  */
 case class SplitMergeOfPartialStates(session: SparkSession) extends Rule[SparkPlan] {
 
@@ -57,6 +59,17 @@ case class SplitMergeOfPartialStates(session: SparkSession) extends Rule[SparkPl
           SwitchedOff(
             "no merge in two levels of the heavy partial states",
             SkewAggConf.PARTIAL_STATES_SPLIT_ENABLED))
+      }
+      return plan
+    }
+    if (hot.nonEmpty && !AddedExchangeCost.accepted(conf)) {
+      AddedExchangeCost.warnOnce("heavy partial states of few keys")
+      hot.foreach { case (fin, merge) =>
+        RecordedDecisions.record(
+          fin,
+          AddedExchangeCost.refusal(
+            s"the final merge reads heavy partial states (${merge.describe})",
+            Rewrite))
       }
       return plan
     }
@@ -135,7 +148,7 @@ case class SplitMergeOfPartialStates(session: SparkSession) extends Rule[SparkPl
    * The read of the stage with its skewed partitions in pieces of about sqrt(n) of their n
    * states (at least the per-slot share), each piece's states merged, marked with the rewrite's
    * numbers; None (recorded) where fewer than [[MinStates]] map tasks wrote to every skewed
-   * partition.
+   * partition, or no skewed partition holds two pieces.
    */
   private def pieces(fin: BaseAggregateExec, merge: PartialStateMerge): Option[SparkPlan] = {
     val stage = merge.stage
@@ -163,8 +176,18 @@ case class SplitMergeOfPartialStates(session: SparkSession) extends Rule[SparkPl
         (sizes(i) / math.ceil(math.sqrt(n.toDouble))).toLong).max
     }.max
     val reads = SkewedPartitionReads.of(stats, skewedIds, target)
-    // Sixteen map outputs with data always split; kept for a tracker without their sizes.
-    if (reads.pieces == 0) return None
+    if (reads.pieces == 0) {
+      // No skewed partition holds two pieces (or the tracker lost their map outputs' sizes).
+      RecordedDecisions.record(
+        fin,
+        Refused(
+          s"the final merge reads heavy partial states (${merge.describe}), but no skewed " +
+            s"partition holds more than one piece of ${merge.skew.format(target)} (at least " +
+            s"${SkewAggConf.SKEW_MIN_SPLIT_SIZE.key}, the per-slot share and sqrt(n) of a " +
+            "partition's n states): each is read whole, as Spark reads it.",
+          Rewrite))
+      return None
+    }
     val read = AQEShuffleReadExec(stage, reads.specs)
     val split = merge.skew.skewed.size
     val rewritten = Rewritten(

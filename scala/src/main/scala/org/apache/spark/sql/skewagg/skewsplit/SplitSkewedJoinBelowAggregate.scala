@@ -1,6 +1,5 @@
 package org.apache.spark.sql.skewagg.skewsplit
 
-import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.{Cross, Inner, LeftAnti, LeftOuter, LeftSemi, RightOuter}
 import org.apache.spark.sql.catalyst.rules.Rule
@@ -66,7 +65,7 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
   private def splitJoins(plan: SparkPlan): SparkPlan = {
     if (!plan.exists(isCandidate)) return plan
     if (!costModelAccepts) {
-      SplitSkewedJoinBelowAggregate.warnCostModelOnce()
+      AddedExchangeCost.warnOnce("a skewed join below an aggregate")
       plan.foreach(p =>
         if (isCandidate(p))
           RecordedDecisions.record(p, SplitSkewedJoinBelowAggregate.costModelRefusal))
@@ -270,21 +269,16 @@ case class SplitSkewedJoinBelowAggregate(session: SparkSession) extends Rule[Spa
   }
 
   private def costModelAccepts: Boolean =
-    conf.getConf(SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS).isDefined ||
-      conf.getConf(SQLConf.ADAPTIVE_FORCE_OPTIMIZE_SKEWED_JOIN)
+    AddedExchangeCost.accepted(conf) || conf.getConf(SQLConf.ADAPTIVE_FORCE_OPTIMIZE_SKEWED_JOIN)
 }
 
-object SplitSkewedJoinBelowAggregate extends Logging {
-  @volatile private var warned = false
+object SplitSkewedJoinBelowAggregate {
 
   /** The rewrite's name in its records (`SkewAggDecision.Rewritten` and `Refused`). */
   val Rewrite = "skew split of the join below the aggregate"
 
-  val costModelRefusal: SkewAggDecision = Refused(
-    "the join below is skewed, but Spark's default adaptive cost model rejects the exchange of " +
-      "partial results skewagg needs. Set " +
-      s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=io.skewagg.SkewAggCostEvaluator.",
-    Rewrite)
+  val costModelRefusal: SkewAggDecision =
+    AddedExchangeCost.refusal("the join below is skewed", Rewrite)
 
   val notCheapRefusal: SkewAggDecision = Refused(
     "the join below is skewed, but the split would need an exchange of more than partial " +
@@ -307,12 +301,4 @@ object SplitSkewedJoinBelowAggregate extends Logging {
     Rewrite)
   val switchedOff: SkewAggDecision =
     SwitchedOff("no skew split of the join below", SkewAggConf.JOIN_SKEW_SPLIT_ENABLED)
-
-  private def warnCostModelOnce(): Unit = if (!warned) {
-    warned = true
-    logWarning("skewagg found a skewed join below an aggregate but left it alone: Spark's " +
-      "default adaptive cost model rejects the exchange it needs. Set " +
-      s"${SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key}=" +
-      "io.skewagg.SkewAggCostEvaluator (skewagg.configure() does this for PySpark).")
-  }
 }

@@ -42,8 +42,9 @@ import org.apache.spark.sql.skewagg.skewsplit.SplitSkewedShuffleBelowAggregate.R
  * plan.
  *
  * Refuses when skewagg or `spark.skewagg.repartition.enabled` is off, the aggregate has the
- * NO_SKEW_AGG hint, the repartition hashes on anything but grouping attributes, or no skewed
- * partition can be split (one map task wrote it all).
+ * NO_SKEW_AGG hint, the repartition hashes on anything but grouping attributes, no skewed
+ * partition can be split (one map task wrote it all), or the split adds an exchange and Spark's
+ * default adaptive cost model, which would reject it, is in use ([[AddedExchangeCost]]).
  */
 case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[SparkPlan] {
   import org.apache.spark.sql.skewagg.PartialAggregates._
@@ -66,14 +67,35 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
     }
     FusedAggregates.splitWhere(plan, FusedAggregates.orRegrouping(splits)) { split =>
       // A DISTINCT's split needs two exchanges, each placed by Spark's EnsureRequirements.
-      if (split.exists(p => splits(p) && spreadsValues(p))) {
+      val rewritten = if (split.exists(p => splits(p) && spreadsValues(p))) {
         val apart = withCheapExchanges(split, minAdded = 0)(splitApartBelowDistinct)
         if (apart ne split) apart else withCheapExchanges(split, minAdded = 0)(splitReads)
       } else {
         splitReads(split)
       }
+      keptByCostModel(split, rewritten)
     }
   }
+
+  /**
+   * `rewritten`, unless it adds exchanges that Spark's default cost model would reject (the
+   * split reads alone, below exchanges the plan has, add none): then `split`, the refusal
+   * recorded on its skewed aggregates.
+   */
+  private def keptByCostModel(split: SparkPlan, rewritten: SparkPlan): SparkPlan =
+    if (AddedExchangeCost.accepted(conf) ||
+      AddedExchangeCost.exchanges(rewritten) <= AddedExchangeCost.exchanges(split)) {
+      rewritten
+    } else {
+      AddedExchangeCost.warnOnce("a skewed repartition below an aggregate")
+      split.foreach(p =>
+        if (splits(p) && userStageBelow(p).exists(measured(p, _).skew.nonEmpty)) {
+          RecordedDecisions.record(
+            p,
+            AddedExchangeCost.refusal("the user's repartition below is skewed", Rewrite))
+        })
+      split
+    }
 
   private def splitReads(plan: SparkPlan): SparkPlan = plan.transformDown {
     // The partials already feed an exchange (multiple DISTINCTs): only split the read.

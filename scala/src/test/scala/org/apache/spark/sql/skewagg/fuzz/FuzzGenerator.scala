@@ -447,6 +447,59 @@ object FuzzGenerator {
       "optimizer-window")
   }
 
+  /**
+   * An aggregate of heavy partial states over few keys (issue 68): `t1` of 1, 2 or 4 keys read
+   * in 16 to 32 map tasks (each writes a state of most keys), grouped by the key, the key and
+   * `k2`, or a dimension column after a join, or aggregated in a LATERAL or scalar subquery
+   * correlated by the key; the functions keep many values in a state (sets, sketches that keep
+   * every value at this accuracy, a fine HLL++, whose merges are exact whatever their order;
+   * `collect_list`, which the two-level merge refuses), some with light ones beside them. The
+   * state-size threshold is lowered so that states of a few values count as heavy.
+   */
+  def fewKeys(seed: Long, index: Int): FuzzCase = {
+    val r = new Random(seed * 1000003L + index + 0x6b657973L)
+    val keyType = pick(r, KeyTypes)
+    val keys = pick(r, Seq(1, 2, 4))
+    val distribution = pick(r, Seq("skewed", "skewed", "uniform", "uniform", "single", "empty"))
+    val rows = if (distribution == "empty") 0 else 100 + r.nextInt(700)
+    val fact = factTable(r, keyType, keys, distribution, rows, pick(r, Seq(16, 24, 32)))
+    val dim = dimTable(r, keyType, keys)
+    val aggregates = (Seq.fill(1 + r.nextInt(3))(pick(r, HeavyStates)) ++
+      (if (r.nextBoolean()) Seq(pick(r, Mergeable)) else Nil)).distinct
+    val select = aggregates.zipWithIndex.map { case (a, i) => s"$a AS a$i" }.mkString(", ")
+    val query = pick(r, Seq("k", "k", "k2", "join", "lateral", "scalar")) match {
+      case "k" => s"SELECT f.k1, $select FROM t1 f GROUP BY f.k1"
+      case "k2" => s"SELECT f.k1, f.k2, $select FROM t1 f GROUP BY f.k1, f.k2"
+      case "join" => s"SELECT d.attr, $select FROM t1 f JOIN t2 d ON f.k1 = d.k1 GROUP BY d.attr"
+      case "lateral" =>
+        s"SELECT d.k1, d.attr, l.* FROM t2 d JOIN LATERAL (SELECT $select FROM t1 f " +
+          "WHERE f.k1 = d.k1) l"
+      case _ =>
+        s"SELECT d.k1, (SELECT ${aggregates.head} FROM t1 f WHERE f.k1 = d.k1) AS s FROM t2 d"
+    }
+    val stateSettings = Seq(
+      "spark.skewagg.partialStates.split.minStateSize" -> pick(r, Seq("16", "64", "1k")))
+    FuzzCase(
+      seed,
+      index,
+      Seq(fact, dim),
+      query,
+      settings(r) ++ stateSettings,
+      Seq("DROP VIEW IF EXISTS t1", "DROP VIEW IF EXISTS t2"),
+      "few-keys")
+  }
+
+  /** Functions whose partial states grow with the values they hold, merged exactly (but lists). */
+  private val HeavyStates = Seq(
+    "sort_array(collect_set(f.vi))",
+    "sort_array(collect_set(f.vs))",
+    "size(collect_set(f.vd))",
+    "sort_array(collect_list(f.vi))",
+    "percentile_approx(f.vi, 0.5, 1000000)",
+    "percentile_approx(f.vd, array(0.1, 0.5, 0.9), 100000)",
+    "approx_count_distinct(f.vl, 0.01)",
+    "approx_count_distinct(f.vs, 0.02)")
+
   /** The window cases' `t1`: its key type, its keys and the SQL that makes it. */
   private def windowedFact(r: Random): (String, Int, String) = {
     val keyType = pick(r, KeyTypes)

@@ -235,7 +235,8 @@ object FuzzRunner {
   val Kinds: Map[String, (Long, Int) => FuzzCase] = Map(
     "aggregate" -> FuzzGenerator.generate,
     "window" -> FuzzGenerator.window,
-    "optimizer-window" -> FuzzGenerator.optimizerWindow)
+    "optimizer-window" -> FuzzGenerator.optimizerWindow,
+    "few-keys" -> FuzzGenerator.fewKeys)
 
   /**
    * `make fuzz`: `--seed S --cases N [--from I] [--kind K]` ([[Kinds]], default aggregate).

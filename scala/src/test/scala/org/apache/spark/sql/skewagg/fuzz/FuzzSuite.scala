@@ -72,6 +72,7 @@ class FuzzSuite extends SkewAggSuiteBase {
   private val FirstRewrittenChain = 2
   private val FirstRewrittenGlobal = 20
   private val FirstSplitOptimizerWindow = 7
+  private val FirstTwoLevelMerge = 4
 
   /**
    * `c`, the corpus's first case of a kind (`isKind`) whose outcome `shows` it, run as the
@@ -108,6 +109,25 @@ class FuzzSuite extends SkewAggSuiteBase {
         _ => true,
         splits,
         "cases with a split window")
+    }
+  }
+
+  private val FewKeysCases = total("SKEWAGG_FUZZ_FEW_KEYS_CASES", 20)
+
+  test(
+    s"${slice.describe(FewKeysCases, 4)} random cases of heavy partial states over few keys, " +
+      s"seed $Seed: skewagg never changes a result") {
+    val summary = passing(FewKeysCases, 4, FuzzGenerator.fewKeys)
+    // Some merge their states in two levels: on every build, with the corpus's first such case
+    // if the build's slice has none.
+    def inTwoLevels(o: FuzzOutcome) = o.rewrites.contains("SplitMergeOfPartialStates")
+    info(s"${summary.outcomes.count(inTwoLevels)} of ${summary.outcomes.size} merged in two levels")
+    if (!summary.outcomes.exists(inTwoLevels)) {
+      witness(
+        FuzzGenerator.fewKeys(Seed, FirstTwoLevelMerge),
+        _ => true,
+        inTwoLevels,
+        "cases merged in two levels")
     }
   }
 

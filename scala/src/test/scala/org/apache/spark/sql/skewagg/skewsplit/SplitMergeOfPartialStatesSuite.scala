@@ -5,6 +5,7 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.PartialMerge
 import org.apache.spark.sql.execution.aggregate.BaseAggregateExec
 import org.apache.spark.sql.execution.exchange.ShuffleExchangeLike
 import org.apache.spark.sql.functions._
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.skewagg.{
   CheapExchanges, Differential, EveryBuild, SkewAggConf, SkewAggLocalStageExec, SkewAggSuiteBase,
   SpreadOverBuilds
@@ -75,6 +76,30 @@ class SplitMergeOfPartialStatesSuite extends SkewAggSuiteBase with SpreadOverBui
     val d = run(sketches(keys = 60, rows = 240000))
     assert(markers(d).isEmpty, d.plan(on = true, adaptive = true))
     assert(shape(d.plan(on = true, adaptive = true)) == shape(d.plan(on = false, adaptive = true)))
+  }
+
+  test("skewed partitions smaller than two pieces: read whole, the reason recorded") {
+    // minSplitSize 1m (the default): each of the 4 partitions of about 200 KiB is one piece.
+    val d = run(sketches(keys = 4, rows = 40000), SkewAggConf.SKEW_MIN_SPLIT_SIZE.key -> "1m")
+    assert(markers(d).isEmpty, d.plan(on = true, adaptive = true))
+    val text = SkewAggExplain.explain(d.plan(on = true, adaptive = true))
+    assert(
+      text.contains("but no skewed partition holds more than one piece of 1024.0 KiB (at least " +
+        "spark.skewagg.skew.minSplitSize"),
+      text)
+  }
+
+  test("Spark's default cost model, which would reject the added exchange: left alone, why") {
+    val d = run(
+      sketches(keys = 4, rows = 40000),
+      SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key -> null)
+    assert(markers(d).isEmpty, d.plan(on = true, adaptive = true))
+    val text = SkewAggExplain.explain(d.plan(on = true, adaptive = true))
+    assert(
+      text.matches("(?s).*the final merge reads heavy partial states \\(partition \\d+ holds " +
+        ".*\\), but Spark's default adaptive cost model rejects the exchange of partial results " +
+        "skewagg needs. Set spark.sql.adaptive.customCostEvaluatorClass=.*"),
+      text)
   }
 
   test("collected sets, high-precision approx_count_distinct: merged in two levels") {

@@ -152,8 +152,7 @@ class SplitSkewedJoinBelowAggregateSuite extends SkewAggSuiteBase with SpreadOve
 
   test(
     "fewer keys than slots: every partition of the join skewed, its pieces at least a quarter " +
-      "of the per-slot share (each reads the other side's partition again)",
-    EveryBuild) {
+      "of the per-slot share (each reads the other side's partition again)") {
     // 5 keys in 8 partitions, each as large as the median; 256 map tasks wrote each key: pieces
     // of the 2k minSplitSize would be one map output each, 256 per key (1280 in all).
     val d = run(

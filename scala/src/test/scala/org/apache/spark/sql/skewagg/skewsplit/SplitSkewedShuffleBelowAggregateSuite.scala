@@ -14,6 +14,7 @@ import org.apache.spark.sql.skewagg.{
 }
 
 import org.apache.spark.sql.skewagg.SkewTestData._
+import org.apache.spark.sql.skewagg.explain.SkewAggExplain
 
 /** The runtime split of a skewed user repartition below an aggregate (adaptive execution). */
 class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase with SpreadOverBuilds {
@@ -124,10 +125,22 @@ class SplitSkewedShuffleBelowAggregateSuite extends SkewAggSuiteBase with Spread
     assert(splitMarkers(onTwo, adaptive = true).isEmpty, onTwo.plan(on = true, adaptive = true))
   }
 
+  test("Spark's default cost model, which would reject the added exchange: left alone, why") {
+    val d = run(
+      s => fact(s, skewed = true).repartition(col("k")).groupBy("k").agg(sum("v")),
+      SQLConf.ADAPTIVE_CUSTOM_COST_EVALUATOR_CLASS.key -> null)
+    assert(splitMarkers(d, adaptive = true).isEmpty, d.plan(on = true, adaptive = true))
+    val text = SkewAggExplain.explain(d.plan(on = true, adaptive = true))
+    assert(
+      text.contains("the user's repartition below is skewed, but Spark's default adaptive cost " +
+        "model rejects the exchange of partial results skewagg needs. Set " +
+        "spark.sql.adaptive.customCostEvaluatorClass=io.skewagg.SkewAggCostEvaluator."),
+      text)
+  }
+
   test(
     "fewer keys than slots: 5 keys in 8 partitions, each as large as the median, split by " +
-      "the per-slot share, in pieces of at least a quarter of that share",
-    EveryBuild) {
+      "the per-slot share, in pieces of at least a quarter of that share") {
     // 256 map tasks write each key: pieces of the 2k minSplitSize would be one map output each
     // (256 per key, 1280 in all); pieces of a quarter of the per-slot share take about 5.
     val d = run(
