@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List
 
 from chispa.rows_comparer import assert_basic_rows_equality
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 import skewagg
-from apps.partial_states import HEAVY_STATES, STATES_CONF
+from apps.partial_states import HEAVY_STATES, STATES_CONF, TWO_LEVELS
 from conftest import session_settings as settings
 
 SETTINGS = {
@@ -53,21 +53,28 @@ def explain_with_run(spark: SparkSession) -> str:
     return skewagg.explain_text(skewed_join(spark, 3), run=True)
 
 
-def rows_off_and_on(spark: SparkSession) -> List[List[Any]]:
-    """The rows with skewagg off and on, adaptive execution off and on (chispa: all equal)."""
+def rows_four_ways(spark: SparkSession, collect: Callable[[], List[Row]]) -> List[Row]:
+    """``collect()``'s rows with skewagg off and on, adaptive execution off and on (chispa: all
+    equal), then skewagg on again."""
     results = []
     for adaptive in ("false", "true"):
         for on in (False, True):
             with settings(spark, {"spark.sql.adaptive.enabled": adaptive}):
                 (skewagg.enable if on else skewagg.disable)(spark)
                 try:
-                    rows = skewed_join(spark, 4).orderBy("g").collect()
+                    rows = collect()
                 finally:
                     skewagg.enable(spark)
             results.append(rows)
     for other in results[1:]:
         assert_basic_rows_equality(results[0], other)
-    return [list(r) for r in results[0]]
+    return results[0]
+
+
+def rows_off_and_on(spark: SparkSession) -> List[List[Any]]:
+    """The rows with skewagg off and on, adaptive execution off and on (chispa: all equal)."""
+    rows = rows_four_ways(spark, lambda: skewed_join(spark, 4).orderBy("g").collect())
+    return [list(r) for r in rows]
 
 
 WINDOW_SETTINGS = {
@@ -110,23 +117,12 @@ def heavy_states_of_few_keys(spark: SparkSession) -> List[Any]:
     """tests/apps/partial_states.py's query with skewagg off and on, adaptive execution off and
     on (chispa: equal rows), under its settings: the rows, and whether the explanation (adaptive
     execution on) says the states were merged in two levels."""
-    results = []
     with settings(spark, STATES_CONF):
-        for adaptive in ("false", "true"):
-            for on in (False, True):
-                with settings(spark, {"spark.sql.adaptive.enabled": adaptive}):
-                    (skewagg.enable if on else skewagg.disable)(spark)
-                    try:
-                        rows = spark.sql(HEAVY_STATES).orderBy("k").collect()
-                    finally:
-                        skewagg.enable(spark)
-                results.append(rows)
+        rows = rows_four_ways(spark, lambda: spark.sql(HEAVY_STATES).orderBy("k").collect())
         with settings(spark, {"spark.sql.adaptive.enabled": "true"}):
             text = skewagg.explain_text(spark.sql(HEAVY_STATES), run=True)
-    for other in results[1:]:
-        assert_basic_rows_equality(results[0], other)
-    return [[r["k"], list(r["p"]), r["n"], r["d"], r["s"]] for r in results[0]] + [
-        "rewritten: heavy partial states merged in two levels" in text]
+    return [[r["k"], list(r["p"]), r["n"], r["d"], r["s"]] for r in rows] + [
+        f"rewritten: {TWO_LEVELS}" in text]
 
 
 def stage_report(spark: SparkSession) -> List[List[int]]:

@@ -10,10 +10,9 @@ from typing import Any, Dict
 import pytest
 from pyspark.sql import SparkSession
 
+from apps.partial_states import TWO_LEVELS
 from helper_cases import heavy_states_of_few_keys
 from plans import Plan
-
-TWO_LEVELS = "heavy partial states merged in two levels"
 
 
 def test_heavy_states_of_four_keys_are_merged_in_two_levels(spark: SparkSession) -> None:

@@ -1,8 +1,8 @@
 """Heavy partial states of few keys (issue 68) computed with skewagg off and on, adaptive
 execution off and on: a part of tests/apps/local_cluster.py (``partial_states``), whose report
 holds the four results of :data:`HEAVY_STATES` (rows as strings), their plans, and skewagg's
-explanation with adaptive execution on. The test
-session and the Connect client run the same query (tests/helper_cases.py)."""
+explanation with adaptive execution on. The test session and the Connect client run the same
+query (tests/helper_cases.py)."""
 
 from typing import Any, Dict
 
@@ -19,6 +19,9 @@ HEAVY_STATES = (
 """4 keys whose partial states are heavy (a sketch that keeps every value at this accuracy, a
 set, a fine HLL++: each merged exactly whatever the order), written by 32 map tasks: each key's
 final merge reads 32 states in one task unless they are merged in two levels."""
+
+TWO_LEVELS = "heavy partial states merged in two levels"
+"""The rewrite's name in skewagg's plan and explanation (SplitMergeOfPartialStates.Rewrite)."""
 
 STATES_CONF = {
     "spark.skewagg.skew.taskSlots": "64",

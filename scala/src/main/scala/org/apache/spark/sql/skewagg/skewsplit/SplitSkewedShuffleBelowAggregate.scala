@@ -83,10 +83,8 @@ case class SplitSkewedShuffleBelowAggregate(session: SparkSession) extends Rule[
    * recorded on its skewed aggregates.
    */
   private def keptByCostModel(split: SparkPlan, rewritten: SparkPlan): SparkPlan =
-    if (AddedExchangeCost.accepted(conf) ||
-      AddedExchangeCost.exchanges(rewritten) <= AddedExchangeCost.exchanges(split)) {
-      rewritten
-    } else {
+    if (AddedExchangeCost.keeps(conf, split, rewritten)) rewritten
+    else {
       AddedExchangeCost.warnOnce("a skewed repartition below an aggregate")
       split.foreach(p =>
         if (splits(p) && userStageBelow(p).exists(measured(p, _).skew.nonEmpty)) {
